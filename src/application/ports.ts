@@ -1,0 +1,207 @@
+/**
+ * The ports the application needs. Adapters in `src/infrastructure/` implement them; the
+ * interfaces (CLI, HTTP, MCP) build the adapters and inject them. Nothing here does I/O.
+ */
+import type { ChatMessage, JsonSchema, ToolCall, ToolSpec, Usage } from '../domain/messages.ts';
+import type { RunEvent, RunEventInput } from '../domain/run-events.ts';
+import type { SpecialistConfig } from '../config/schema.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+/** Which kind of server a backend is. Also the `tool` column of `control.agent_run`. */
+export type BackendKind = 'lm_studio' | 'ollama';
+
+export interface ChatRequest {
+  readonly model: string;
+  readonly messages: readonly ChatMessage[];
+  readonly tools: readonly ToolSpec[];
+  readonly signal: AbortSignal;
+}
+
+/** What a chat client reports while a request is in flight. */
+export type ChatStreamEvent =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'tool_call_started'; readonly name: string }
+  | {
+      readonly type: 'retry';
+      readonly attempt: number;
+      readonly delayMs: number;
+      readonly reason: string;
+    };
+
+/** One completed model turn, assembled from the stream. */
+export interface ChatTurn {
+  readonly content: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly finishReason: string | null;
+  readonly usage: Usage;
+  readonly latencyMs: number;
+  /** How many HTTP attempts the turn took (1 when no retry was needed). */
+  readonly attempts: number;
+  /** Which backend answered, e.g. `lm_studio http://127.0.0.1:1234`. */
+  readonly backend: string;
+}
+
+/**
+ * Sends a conversation with tools to a model and returns the assembled turn. Adapters retry
+ * transient faults themselves and throw `FabricError` (`model_lacks_tools`, `backend_unavailable`,
+ * `backend_error`, `context_overflow`, `run_cancelled`) when they give up.
+ */
+export interface ChatClient {
+  readonly backend: BackendKind;
+  complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn>;
+}
+
+/** A model as a backend reports it. Unknown facts are `undefined`, never guessed. */
+export interface CatalogModel {
+  readonly id: string;
+  readonly backend: BackendKind;
+  readonly baseUrl: string;
+  readonly type: 'llm' | 'vlm' | 'embedding' | 'unknown';
+  readonly toolUse: boolean | undefined;
+  readonly loaded: boolean | undefined;
+  /** Parameter count in billions, parsed from the backend's size string. */
+  readonly paramsB: number | undefined;
+  readonly contextLength: number | undefined;
+  readonly maxContextLength: number | undefined;
+}
+
+/** One backend's answer to "what do you have?". */
+export interface BackendProbe {
+  readonly backend: BackendKind;
+  readonly baseUrl: string;
+  readonly ok: boolean;
+  readonly latencyMs: number;
+  readonly error: string | undefined;
+  readonly models: readonly CatalogModel[];
+}
+
+/** Lists what every configured backend has. Asks them concurrently, with a short timeout. */
+export interface ModelCatalog {
+  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packs
+
+/** What a tool gets besides its arguments. */
+export interface ToolContext {
+  readonly runId: string;
+  readonly step: number;
+  readonly signal: AbortSignal;
+}
+
+export type Validation<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly message: string };
+
+/** A tool of a pack. `validate` checks parsed JSON arguments; `run` throws `ToolError` to report failure. */
+export interface Tool {
+  readonly spec: ToolSpec;
+  validate(args: unknown): Validation<unknown>;
+  run(args: unknown, context: ToolContext): Promise<string>;
+}
+
+/** The pack's output format: the `finish_task` schema. */
+export interface FinishSpec {
+  readonly description: string;
+  readonly parameters: JsonSchema;
+  validate(args: unknown): Validation<Record<string, unknown>>;
+}
+
+/** A specialist's pack: system prompt, tools and finish schema, with an async lifecycle. */
+export interface SpecialistPack {
+  readonly name: string;
+  readonly systemPrompt: string;
+  readonly finish: FinishSpec;
+  /** Acquire resources (subprocesses, connections). Called once, before `tools()`. */
+  open(signal: AbortSignal): Promise<void>;
+  /** The tools, `finish_task` excluded (the loop adds it). Valid after `open`. */
+  tools(): readonly Tool[];
+  /** Release everything `open` acquired, even after a partial `open`. Never throws. */
+  close(): Promise<void>;
+}
+
+export type GateResult = { readonly ok: true } | { readonly ok: false; readonly message: string };
+
+/** A pack that checks a finish before accepting it (the Rust pack: the workspace compiles). */
+export interface FinishGate {
+  checkFinish(payload: Record<string, unknown>, context: ToolContext): Promise<GateResult>;
+}
+
+/** True when a pack declares a finish gate. */
+export function hasFinishGate(pack: SpecialistPack): pack is SpecialistPack & FinishGate {
+  return typeof (pack as Partial<FinishGate>).checkFinish === 'function';
+}
+
+/** What a pack builder receives: the specialist's config entry and the fabric-wide settings. */
+export interface PackBuildContext {
+  readonly specialist: string;
+  readonly config: SpecialistConfig;
+  /** Absolute workspace path: `--workspace`, else the configured one, else undefined. */
+  readonly workspace: string | undefined;
+  readonly settings: { readonly searxngUrl: string | undefined };
+}
+
+/** A pack factory: `builtin:<name>`, or the export a custom pack's module names. Knows nothing of MCP. */
+export type PackBuilder = (context: PackBuildContext) => SpecialistPack | Promise<SpecialistPack>;
+
+/** A specialist as the registry describes it, before its pack is built. */
+export interface SpecialistInfo {
+  readonly name: string;
+  readonly description: string;
+  readonly builder: string;
+  readonly model: string | undefined;
+  readonly workspace: string | undefined;
+}
+
+/** Builds packs from configuration. */
+export interface SpecialistRegistry {
+  list(): readonly SpecialistInfo[];
+  /** Builds the named specialist's pack. `workspace` overrides the configured one. */
+  getPack(name: string, options: { workspace?: string }): Promise<SpecialistPack>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runlog and observers
+
+/** An open, append-only runlog. `append` stamps `v`, `ts`, `run_id` and `seq`. */
+export interface RunLog {
+  readonly runId: string;
+  /** Where the log lives (a file path, or `memory:<run_id>`). */
+  readonly location: string;
+  append(event: RunEventInput): Promise<RunEvent>;
+  close(): Promise<void>;
+}
+
+/** The runlog as read back. `torn` is set when a killed process left a partial last line. */
+export interface RunLogContents {
+  readonly runId: string;
+  readonly location: string;
+  readonly events: readonly RunEvent[];
+  readonly torn: boolean;
+}
+
+/** Where runlogs are created and read. */
+export interface RunLogStore {
+  create(runId: string): Promise<RunLog>;
+  /** Reads by run id or by location. Throws `FabricError('run_not_found')` or `('runlog_corrupt')`. */
+  read(ref: string): Promise<RunLogContents>;
+  /** Run ids, newest first. */
+  list(): Promise<readonly string[]>;
+}
+
+/** Sees every event as it is written, and the model's text as it streams. Must not throw. */
+export interface RunObserver {
+  onEvent(event: RunEvent): void;
+  onText(text: string): void;
+  onToolCallStarted(name: string): void;
+}
+
+/** Time, injectable so tests and replays are deterministic. */
+export interface Clock {
+  now(): Date;
+}
+
+export type { ChatMessage, RunEvent };

@@ -1,0 +1,176 @@
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
+import { parse as parseYaml } from 'yaml';
+import { FabricError } from '../domain/errors.ts';
+import type { Environment } from './env.ts';
+import { FabricConfigSchema, type ParsedConfig } from './schema.ts';
+import { normalizeLmStudioUrl, normalizeOllamaHost, parseLmStudioUrls } from './urls.ts';
+
+/** The shipped default config, used when no other is found. */
+export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../config/fabric.yaml', import.meta.url));
+
+/** The fabric's configuration, parsed, with the environment applied and relative paths resolved. */
+export interface FabricConfig extends ParsedConfig {
+  /** The file it came from. */
+  readonly source: string;
+  /** Directory that relative paths in the file are resolved against. */
+  readonly baseDir: string;
+  /** sha256 of the effective configuration, logged in `run_start`. */
+  readonly digest: string;
+}
+
+export interface LoadOptions {
+  /** `--config FILE`; wins over everything. */
+  readonly configPath?: string | undefined;
+  readonly cwd: string;
+  readonly env: Environment;
+}
+
+const CANDIDATES = ['fabric.yaml', 'fabric.yml', 'fabric.json'];
+
+/**
+ * Finds and loads the config: `--config`, then `FABRIC_CONFIG`, then `./fabric.yaml` (or `.yml`,
+ * `.json`) in the working directory, then the shipped default. The environment overrides the file.
+ */
+export async function loadConfig(options: LoadOptions): Promise<FabricConfig> {
+  const path = await locateConfig(options);
+  const raw = await readConfigFile(path);
+  return buildConfig(raw, path, options.env, options.cwd);
+}
+
+async function locateConfig({ configPath, cwd, env }: LoadOptions): Promise<string> {
+  const explicit = configPath ?? env.FABRIC_CONFIG;
+  if (explicit !== undefined && explicit !== '') {
+    const path = resolve(cwd, explicit);
+    if (!(await isFile(path))) {
+      const from = configPath !== undefined ? '--config' : 'FABRIC_CONFIG';
+      throw new FabricError(
+        'config_not_found',
+        `Config file not found: ${path} (from ${from}). Check the path.`,
+      );
+    }
+    return path;
+  }
+  for (const name of CANDIDATES) {
+    const path = resolve(cwd, name);
+    if (await isFile(path)) return path;
+  }
+  return DEFAULT_CONFIG_PATH;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function readConfigFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new FabricError('config_not_found', `Cannot read config file ${path}: ${String(error)}`, {
+      cause: error,
+    });
+  }
+  try {
+    if (path.endsWith('.json')) return JSON.parse(text);
+    return parseYaml(text, { prettyErrors: true });
+  } catch (error) {
+    const what = path.endsWith('.json') ? 'JSON' : 'YAML';
+    throw new FabricError(
+      'config_invalid',
+      `${path}: not valid ${what}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/** Validates a raw config object; applies the environment; resolves paths. Exported for tests. */
+export async function buildConfig(
+  raw: unknown,
+  source: string,
+  env: Environment,
+  cwd: string,
+): Promise<FabricConfig> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new FabricError(
+      'config_invalid',
+      `${source}: expected a mapping at the top level (with a "specialists" key), found ${describe(raw)}.`,
+    );
+  }
+  const result = v.safeParse(FabricConfigSchema, raw);
+  if (!result.success) {
+    const lines = result.issues.slice(0, 8).map((issue) => `  - ${formatIssue(issue)}`);
+    const more = result.issues.length > 8 ? `\n  (${result.issues.length - 8} more)` : '';
+    throw new FabricError('config_invalid', `${source}: invalid configuration:\n${lines.join('\n')}${more}`, {
+      details: { issues: result.issues.map((issue) => formatIssue(issue)) },
+    });
+  }
+  const parsed = applyEnvironment(result.output, env);
+  const baseDir = dirname(source);
+  const runsDir =
+    env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== ''
+      ? resolve(cwd, env.FABRIC_RUNS_DIR)
+      : resolve(cwd, parsed.runs_dir);
+  const specialists = Object.fromEntries(
+    Object.entries(parsed.specialists).map(([name, spec]) => [
+      name,
+      {
+        ...spec,
+        ...(spec.workspace === undefined ? {} : { workspace: resolvePath(baseDir, spec.workspace) }),
+      },
+    ]),
+  );
+  const effective = { ...parsed, runs_dir: runsDir, specialists };
+  return { ...effective, source, baseDir, digest: await digestOf(effective) };
+}
+
+function applyEnvironment(config: ParsedConfig, env: Environment): ParsedConfig {
+  const llm = { ...config.llm };
+  if (env.LM_STUDIO_URL) {
+    const urls = parseLmStudioUrls(env.LM_STUDIO_URL);
+    if (urls.length > 0) llm.lm_studio_urls = urls;
+  } else {
+    llm.lm_studio_urls = llm.lm_studio_urls.map(normalizeLmStudioUrl);
+  }
+  llm.ollama_url = normalizeOllamaHost(env.OLLAMA_HOST ? env.OLLAMA_HOST : llm.ollama_url);
+  const control = { ...config.control };
+  if (env.FABRIC_DSN) control.dsn = env.FABRIC_DSN;
+  const search = { ...config.search };
+  if (env.SEARXNG_URL) search.searxng_url = env.SEARXNG_URL;
+  const api = { ...config.api };
+  if (env.FABRIC_API_TOKEN) api.token = env.FABRIC_API_TOKEN;
+  return { ...config, llm, control, search, api };
+}
+
+function resolvePath(baseDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
+
+function formatIssue(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue) ?? '(top level)';
+  if (issue.kind === 'schema' && issue.expected === 'never') {
+    return `${path}: unknown key (remove it, or check its spelling)`;
+  }
+  if (issue.received === 'undefined') {
+    return `${path}: missing; expected ${issue.expected ?? 'a value'}`;
+  }
+  return `${path}: expected ${issue.expected ?? issue.message}, found ${issue.received}`;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null (an empty file?)';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value;
+}
+
+async function digestOf(value: unknown): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  const hash = await crypto.subtle.digest('SHA-256', bytes);
+  return `sha256:${Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}

@@ -1,0 +1,89 @@
+import * as v from 'valibot';
+
+const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+const nonEmpty = v.pipe(v.string(), v.minLength(1));
+
+/** An MCP server attached to a pack: a stdio command, or a streamable HTTP endpoint. */
+export const McpServerSchema = v.union([
+  v.strictObject({
+    command: nonEmpty,
+    args: v.optional(v.array(v.string()), []),
+    env: v.optional(v.record(v.string(), v.string()), {}),
+    cwd: v.optional(v.string()),
+  }),
+  v.strictObject({
+    url: v.pipe(v.string(), v.url()),
+    headers: v.optional(v.record(v.string(), v.string()), {}),
+  }),
+]);
+
+export const SandboxSchema = v.strictObject({
+  allowed_commands: v.optional(v.array(nonEmpty), []),
+  timeout_s: v.optional(positiveInt, 300),
+  network: v.optional(v.boolean(), false),
+  output_limit_bytes: v.optional(positiveInt, 64 * 1024),
+  /** When bubblewrap is missing: `refuse` every command, or run with the argv policy only. */
+  when_no_os_sandbox: v.optional(v.picklist(['refuse', 'argv_policy_only']), 'argv_policy_only'),
+});
+
+export const SpecialistSchema = v.strictObject({
+  builder: nonEmpty,
+  description: v.optional(v.string(), ''),
+  model: v.optional(nonEmpty),
+  workspace: v.optional(nonEmpty),
+  max_steps: v.optional(positiveInt),
+  budget_s: v.optional(positiveInt),
+  sandbox: v.optional(SandboxSchema),
+  network_allowed: v.optional(v.boolean(), false),
+  /** Hosts `fetch_url` may reach even when they resolve to private addresses. */
+  allowed_hosts: v.optional(v.array(nonEmpty), []),
+  mcp_servers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), McpServerSchema), {}),
+  /** Pack-specific settings, passed to the builder as they are. */
+  options: v.optional(v.record(v.string(), v.unknown()), {}),
+});
+
+export const RetrySchema = v.strictObject({
+  max_attempts: v.optional(positiveInt, 4),
+  base_delay_ms: v.optional(v.pipe(v.number(), v.minValue(0)), 500),
+  max_delay_ms: v.optional(v.pipe(v.number(), v.minValue(0)), 8000),
+});
+
+export const LlmSchema = v.strictObject({
+  lm_studio_urls: v.optional(v.array(nonEmpty), ['http://localhost:1234']),
+  ollama_url: v.optional(nonEmpty, 'http://localhost:11434'),
+  /** Aliases: a specialist's `model: coder` means `models.coder`. */
+  models: v.optional(v.record(v.string(), nonEmpty), {}),
+  request_timeout_s: v.optional(positiveInt, 600),
+  probe_timeout_ms: v.optional(positiveInt, 1500),
+  retry: v.optional(RetrySchema, {}),
+  temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
+});
+
+export const LoopSchema = v.strictObject({
+  max_steps: v.optional(positiveInt, 30),
+  budget_s: v.optional(positiveInt, 1800),
+  recover_text_tool_calls: v.optional(v.boolean(), true),
+});
+
+export const ControlSchema = v.strictObject({
+  enabled: v.optional(v.boolean(), true),
+  dsn: v.optional(nonEmpty),
+});
+
+export const FabricConfigSchema = v.strictObject({
+  version: v.optional(v.literal(1), 1),
+  runs_dir: v.optional(nonEmpty, './runs'),
+  llm: v.optional(LlmSchema, {}),
+  loop: v.optional(LoopSchema, {}),
+  control: v.optional(ControlSchema, {}),
+  search: v.optional(v.strictObject({ searxng_url: v.optional(nonEmpty) }), {}),
+  api: v.optional(v.strictObject({ token: v.optional(nonEmpty) }), {}),
+  specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
+});
+
+export type FabricConfigInput = v.InferInput<typeof FabricConfigSchema>;
+export type ParsedConfig = v.InferOutput<typeof FabricConfigSchema>;
+export type SpecialistConfig = v.InferOutput<typeof SpecialistSchema>;
+export type SandboxConfig = v.InferOutput<typeof SandboxSchema>;
+export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
+export type LlmConfig = v.InferOutput<typeof LlmSchema>;

@@ -1,0 +1,56 @@
+/** A JSON Schema object as sent in the OpenAI `tools` parameter. */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/** A tool as offered to the model. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+}
+
+/** A tool call as the model asked for it. `arguments` is the raw JSON text, unparsed. */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+export interface SystemMessage {
+  readonly role: 'system';
+  readonly content: string;
+}
+export interface UserMessage {
+  readonly role: 'user';
+  readonly content: string;
+}
+export interface AssistantMessage {
+  readonly role: 'assistant';
+  readonly content: string;
+  readonly toolCalls: readonly ToolCall[];
+}
+export interface ToolMessage {
+  readonly role: 'tool';
+  readonly toolCallId: string;
+  readonly name: string;
+  readonly content: string;
+}
+
+export type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+/** Token counts for one model call, from whichever field the backend filled. */
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly totalTokens: number;
+}
+
+export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+/** Adds two usage records. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}

@@ -1,0 +1,126 @@
+import type { RunStatus } from './run-result.ts';
+
+/** Version of the runlog line format. Readers accept every earlier version. */
+export const RUNLOG_FORMAT_VERSION = 1;
+
+/** Fields every runlog line carries. */
+export interface RunEventEnvelope {
+  readonly v: number;
+  readonly kind: RunEventKind;
+  readonly ts: string;
+  readonly run_id: string;
+  readonly seq: number;
+}
+
+export interface UsageFields {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+  readonly total_tokens: number;
+}
+
+/** The body of each event kind; the envelope is added by the runlog. */
+export interface RunEventBodies {
+  run_start: {
+    specialist: string;
+    task: string;
+    model: string;
+    backend: string;
+    backend_url?: string;
+    model_reason?: string;
+    workspace: string | null;
+    config_digest: string;
+    fabric_version: string;
+    max_steps: number;
+    budget_s: number;
+  };
+  llm_request: {
+    step: number;
+    model: string;
+    messages: number;
+    tools: string[];
+    final_turn: boolean;
+    /** The messages added since the previous request, so a replay can rebuild the conversation. */
+    new_messages: unknown[];
+  };
+  llm_response: {
+    step: number;
+    content: string;
+    tool_calls: { id: string; name: string; arguments: string }[];
+    finish_reason: string | null;
+    usage: UsageFields;
+    latency_ms: number;
+    attempts: number;
+    backend: string;
+  };
+  llm_retry: {
+    step: number;
+    attempt: number;
+    delay_ms: number;
+    reason: string;
+  };
+  tool_call_recovered: {
+    step: number;
+    format: string;
+    tool_calls: { id: string; name: string; arguments: string }[];
+  };
+  text_fallback: {
+    step: number;
+    content: string;
+  };
+  tool_call: {
+    step: number;
+    call_id: string;
+    tool: string;
+    arguments: string;
+  };
+  tool_result: {
+    step: number;
+    call_id: string;
+    tool: string;
+    result: string;
+    duration_ms: number;
+  };
+  tool_error: {
+    step: number;
+    call_id: string;
+    tool: string;
+    error: string;
+    reason: 'unknown_tool' | 'invalid_json' | 'invalid_arguments' | 'refused' | 'failed' | 'timeout';
+    duration_ms: number;
+  };
+  security_event: {
+    step: number;
+    call_id: string;
+    tool: string;
+    event_type: string;
+    rule: string;
+    requested?: unknown;
+    resolved?: unknown;
+  };
+  finish_rejected: {
+    step: number;
+    call_id: string;
+    reason: 'invalid_payload' | 'gate_failed';
+    message: string;
+  };
+  run_end: {
+    status: RunStatus;
+    payload: Record<string, unknown> | null;
+    error: { code: string; message: string } | null;
+    steps: number;
+    usage: UsageFields;
+    duration_ms: number;
+  };
+}
+
+export type RunEventKind = keyof RunEventBodies;
+
+/** A runlog line as written: the envelope plus the body of its kind. */
+export type RunEvent = {
+  [K in RunEventKind]: RunEventEnvelope & { readonly kind: K } & RunEventBodies[K];
+}[RunEventKind];
+
+/** An event before the runlog stamps it with `v`, `ts`, `run_id` and `seq`. */
+export type RunEventInput = {
+  [K in RunEventKind]: { readonly kind: K } & RunEventBodies[K];
+}[RunEventKind];

@@ -1,0 +1,109 @@
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+
+/** A backend fault: `transient` ones are retried, the others end the run at once. */
+export type ClassifiedFault =
+  | { readonly transient: true; readonly reason: string }
+  | { readonly transient: false; readonly error: FabricError };
+
+/** Where a request went, for error messages. */
+export interface RequestTarget {
+  readonly backendLabel: string;
+  readonly baseUrl: string;
+  readonly model: string;
+}
+
+/** Decides whether a failed request is worth retrying, and words the error a user sees when it is not. */
+export function classifyFault(error: unknown, target: RequestTarget): ClassifiedFault {
+  if (error instanceof APIUserAbortError) {
+    return {
+      transient: false,
+      error: new FabricError('run_cancelled', 'The request was cancelled.', { cause: error }),
+    };
+  }
+  if (error instanceof APIConnectionError) {
+    return {
+      transient: true,
+      reason: `cannot reach ${target.baseUrl} (${errorMessage(error.cause ?? error)})`,
+    };
+  }
+  if (error instanceof APIError) return classifyStatus(error.status, serverMessage(error), target, error);
+  // Anything else thrown while reading the stream (a socket reset, a parse error) is a cut stream.
+  return { transient: true, reason: `stream failed: ${errorMessage(error)}` };
+}
+
+/**
+ * Classifies an HTTP refusal (or, with no status, an error reported inside a stream) by its status
+ * and the server's own words. Shared by the OpenAI-compatible path and Ollama's native `/api/chat`.
+ */
+export function classifyStatus(
+  status: number | undefined,
+  message: string,
+  target: RequestTarget,
+  cause: unknown,
+): ClassifiedFault {
+  if (/does not support tools/i.test(message)) {
+    return {
+      transient: false,
+      error: new FabricError(
+        'model_lacks_tools',
+        `Model "${target.model}" on ${target.backendLabel} does not support tools (the server said: ${message}). ` +
+          "The fabric needs native tool calling: choose a tool-capable model with --model or the specialist's `model:` " +
+          '(`fabric models` shows which models support tools).',
+        { cause, details: { status, model: target.model } },
+      ),
+    };
+  }
+  // Ollama answers 500 when its own truncation dropped the user turn (ollama#18107): not worth a retry.
+  if (/no user query found|exceeds the context length|longer than the context length/i.test(message)) {
+    return { transient: false, error: contextOverflow(message, target, cause) };
+  }
+  if (status === undefined || status === 429 || status >= 500) {
+    return { transient: true, reason: `${status ?? 'stream error'}: ${message}` };
+  }
+  if (/context|n_ctx|too long|does not fit/i.test(message)) {
+    return { transient: false, error: contextOverflow(message, target, cause) };
+  }
+  if (status === 404 || /not found|invalid model/i.test(message)) {
+    return {
+      transient: false,
+      error: new FabricError(
+        'model_not_found',
+        `${target.backendLabel} has no model "${target.model}" (${message}). Load or pull it, or pick another with --model.`,
+        { cause },
+      ),
+    };
+  }
+  return {
+    transient: false,
+    error: new FabricError('backend_error', `${target.backendLabel} refused the request with ${status}: ${message}`, {
+      cause,
+      details: { status },
+    }),
+  };
+}
+
+function contextOverflow(message: string, target: RequestTarget, cause: unknown): FabricError {
+  return new FabricError(
+    'context_overflow',
+    `The conversation no longer fits in the context window of "${target.model}" (${message}). ` +
+      'Load the model with a larger context length, or give the task in smaller parts.',
+    { cause },
+  );
+}
+
+/** The server's own words: `error` is a string on some servers and an object on others. */
+function serverMessage(error: APIError): string {
+  const body = error.error as unknown;
+  if (typeof body === 'string') return body;
+  if (body && typeof body === 'object') {
+    const record = body as Record<string, unknown>;
+    if (typeof record.message === 'string') return record.message;
+    if (typeof record.error === 'string') return record.error;
+    if (record.error && typeof record.error === 'object') {
+      const inner = (record.error as Record<string, unknown>).message;
+      if (typeof inner === 'string') return inner;
+    }
+  }
+  return error.message;
+}

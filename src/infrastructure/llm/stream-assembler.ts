@@ -1,0 +1,107 @@
+import type { ToolCall } from '../../domain/messages.ts';
+
+/** The parts of an OpenAI-style stream chunk the assembler reads. Every field may be missing. */
+export interface ChunkLike {
+  readonly choices?: ReadonlyArray<{
+    readonly delta?: {
+      readonly content?: string | null;
+      readonly tool_calls?: ReadonlyArray<{
+        readonly index?: number;
+        readonly id?: string | null;
+        readonly function?: { readonly name?: string | null; readonly arguments?: string | null } | null;
+      }> | null;
+    } | null;
+    readonly finish_reason?: string | null;
+  }> | null;
+  readonly usage?: {
+    readonly prompt_tokens?: number;
+    readonly completion_tokens?: number;
+    readonly total_tokens?: number;
+  } | null;
+}
+
+interface PartialCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * Assembles a streamed assistant turn. Handles argument fragments (OpenAI, LM Studio), whole calls
+ * in one delta (Ollama), an empty `name` repeated in later fragments (older LM Studio), missing
+ * `index` (old Ollama) and empty ids (LM Studio), per SPEC §5 and the protocol notes.
+ */
+export class StreamAssembler {
+  #content = '';
+  readonly #calls: PartialCall[] = [];
+  readonly #byIndex = new Map<number, PartialCall>();
+  #finishReason: string | null = null;
+  #usage: { prompt: number; completion: number; total: number } | null = null;
+  readonly #newId: () => string;
+
+  constructor(newId: () => string = () => `call_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`) {
+    this.#newId = newId;
+  }
+
+  /** Adds a chunk; returns the text it carried and the names of calls it started. */
+  push(chunk: ChunkLike): { text: string; startedCalls: string[] } {
+    let text = '';
+    const startedCalls: string[] = [];
+    if (chunk.usage) {
+      const prompt = chunk.usage.prompt_tokens ?? 0;
+      const completion = chunk.usage.completion_tokens ?? 0;
+      this.#usage = { prompt, completion, total: chunk.usage.total_tokens ?? prompt + completion };
+    }
+    for (const choice of chunk.choices ?? []) {
+      const delta = choice.delta;
+      if (delta?.content) {
+        this.#content += delta.content;
+        text += delta.content;
+      }
+      for (const fragment of delta?.tool_calls ?? []) {
+        const call = this.#callFor(fragment.index, fragment.id ?? '');
+        const name = fragment.function?.name ?? '';
+        // Older LM Studio repeats `name: ""` in every later fragment: never let it erase the name.
+        if (name !== '' && call.name === '') {
+          call.name = name;
+          startedCalls.push(name);
+        }
+        if (fragment.id && call.id === '') call.id = fragment.id;
+        call.arguments += fragment.function?.arguments ?? '';
+      }
+      if (choice.finish_reason) this.#finishReason = choice.finish_reason;
+    }
+    return { text, startedCalls };
+  }
+
+  #callFor(index: number | undefined, id: string): PartialCall {
+    const existing = index === undefined ? undefined : this.#byIndex.get(index);
+    // A different non-empty id at the same index is a new call (servers that reuse index 0).
+    if (existing && !(id !== '' && existing.id !== '' && id !== existing.id)) return existing;
+    const call: PartialCall = { id: '', name: '', arguments: '' };
+    this.#calls.push(call);
+    if (index !== undefined) this.#byIndex.set(index, call);
+    return call;
+  }
+
+  /** True once some chunk carried a `finish_reason`: a stream without one was cut short. */
+  get finished(): boolean {
+    return this.#finishReason !== null;
+  }
+
+  result(): {
+    content: string;
+    toolCalls: ToolCall[];
+    finishReason: string | null;
+    usage: { prompt: number; completion: number; total: number } | null;
+  } {
+    const toolCalls = this.#calls
+      .filter((call) => call.name !== '')
+      .map((call) => ({
+        id: call.id === '' ? this.#newId() : call.id,
+        name: call.name,
+        arguments: call.arguments,
+      }));
+    return { content: this.#content, toolCalls, finishReason: this.#finishReason, usage: this.#usage };
+  }
+}

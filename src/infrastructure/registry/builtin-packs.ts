@@ -1,0 +1,4 @@
+import type { BuiltinPacks } from './config-registry.ts';
+
+/** The built-in packs, `builtin:<name>`. Each is imported only when a specialist uses it. */
+export const BUILTIN_PACKS: BuiltinPacks = {};

@@ -1,0 +1,146 @@
+import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Clock, RunLog, RunLogContents, RunLogStore } from '../../application/ports.ts';
+import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
+import { parseRunlog } from './parse-runlog.ts';
+import { stampEvent, systemClock } from './stamp.ts';
+
+export const RUNLOG_FILE = 'runlog.jsonl';
+
+/** `<runsDir>/<run_id>/runlog.jsonl`, append-only, one JSON object a line. */
+export class FileRunLogStore implements RunLogStore {
+  readonly runsDir: string;
+  readonly #clock: Clock;
+
+  constructor(runsDir: string, clock: Clock = systemClock) {
+    this.runsDir = resolve(runsDir);
+    this.#clock = clock;
+  }
+
+  /** The runlog path of a run id. */
+  pathOf(runId: string): string {
+    return join(this.runsDir, runId, RUNLOG_FILE);
+  }
+
+  async create(runId: string): Promise<RunLog> {
+    const dir = join(this.runsDir, runId);
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (error) {
+      throw new FabricError(
+        'internal',
+        `Cannot create the run directory ${dir}: ${String(error)}. Set FABRIC_RUNS_DIR to a writable directory.`,
+        { cause: error },
+      );
+    }
+    // 'wx': a run id is never reused, so an existing file means something is wrong.
+    const handle = await open(join(dir, RUNLOG_FILE), 'wx');
+    return new FileRunLog(runId, join(dir, RUNLOG_FILE), handle, this.#clock);
+  }
+
+  async read(ref: string): Promise<RunLogContents> {
+    const path = await this.#locate(ref);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw new FabricError('run_not_found', `Cannot read runlog ${path}: ${String(error)}`, {
+        cause: error,
+      });
+    }
+    const { events, torn } = parseRunlog(text, path);
+    const runId = events[0]?.run_id ?? basename(dirname(path));
+    return { runId, location: path, events, torn };
+  }
+
+  async list(): Promise<readonly string[]> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.runsDir);
+    } catch {
+      return [];
+    }
+    const ids: string[] = [];
+    for (const entry of entries) {
+      if (entry.startsWith('.')) continue;
+      if (await isFile(join(this.runsDir, entry, RUNLOG_FILE))) ids.push(entry);
+    }
+    // Run ids start with a UTC timestamp, so name order is time order.
+    return ids.sort().reverse();
+  }
+
+  /** A path (file or run directory), a run id, or a unique prefix of one. */
+  async #locate(ref: string): Promise<string> {
+    if (ref.includes('/') || ref.endsWith('.jsonl')) {
+      const path = resolve(ref);
+      if (await isFile(path)) return path;
+      if (await isFile(join(path, RUNLOG_FILE))) return join(path, RUNLOG_FILE);
+      throw new FabricError('run_not_found', `No runlog at ${path}.`);
+    }
+    if (await isFile(this.pathOf(ref))) return this.pathOf(ref);
+    const matches = (await this.list()).filter((id) => id.startsWith(ref));
+    if (matches.length === 1) return this.pathOf(matches[0]!);
+    if (matches.length > 1) {
+      throw new FabricError(
+        'run_not_found',
+        `"${ref}" matches ${matches.length} runs; give more of the run id.`,
+      );
+    }
+    throw new FabricError(
+      'run_not_found',
+      `No run "${ref}" in ${this.runsDir}. \`fabric runs\` lists the runs.`,
+    );
+  }
+}
+
+class FileRunLog implements RunLog {
+  readonly runId: string;
+  readonly location: string;
+  readonly #handle: FileHandle;
+  readonly #clock: Clock;
+  #seq = 0;
+  #tail: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(runId: string, location: string, handle: FileHandle, clock: Clock) {
+    this.runId = runId;
+    this.location = location;
+    this.#handle = handle;
+    this.#clock = clock;
+  }
+
+  append(event: RunEventInput): Promise<RunEvent> {
+    if (this.#closed)
+      return Promise.reject(new FabricError('internal', `The runlog of ${this.runId} is closed.`));
+    this.#seq += 1;
+    const stamped = stampEvent(event, this.runId, this.#seq, this.#clock);
+    const line = `${JSON.stringify(stamped)}\n`;
+    // Writes are chained so lines land in seq order even when callers do not await.
+    const write = this.#tail.then(async () => {
+      await this.#handle.appendFile(line, 'utf8');
+    });
+    this.#tail = write.catch(() => {});
+    return write.then(() => stamped);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#tail;
+    try {
+      await this.#handle.datasync();
+    } finally {
+      await this.#handle.close();
+    }
+  }
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,74 @@
+import { ENVIRONMENT_VARIABLES } from '../../config/env.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { FABRIC_VERSION } from '../version.ts';
+import { exitCodeFor } from './exit-code.ts';
+import { type CliIo, EXIT } from './io.ts';
+
+type Command = (argv: readonly string[], io: CliIo) => Promise<number>;
+
+// Commands are imported when used, so `fabric --help` does not load the whole runtime.
+const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
+  run: {
+    summary: 'run a task with a specialist',
+    run: async (argv, io) => (await import('./commands/run.ts')).runCommand(argv, io),
+  },
+  specialists: {
+    summary: 'list the configured specialists',
+    run: async (argv, io) => (await import('./commands/specialists.ts')).specialistsCommand(argv, io),
+  },
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const commands = Object.entries(COMMANDS)
+    .map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`)
+    .join('\n');
+  const env = Object.entries(ENVIRONMENT_VARIABLES)
+    .map(([name, what]) => `  ${name.padEnd(17)} ${what}`)
+    .join('\n');
+  return `agent-fabric ${FABRIC_VERSION}: a specialist agent runtime for local models (LM Studio, Ollama).
+
+Usage: fabric <command> [options]
+
+Commands:
+${commands}
+
+Run \`fabric <command> --help\` for a command's options.
+
+Environment (overrides the config file; command-line flags override both):
+${env}
+`;
+}
+
+/** The CLI, callable in-process: returns the exit code instead of exiting. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout.write(mainHelp());
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === '--version' || name === '-V') {
+    io.stdout.write(`${FABRIC_VERSION}\n`);
+    return EXIT.ok;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(`fabric: unknown command "${name}". Commands: ${Object.keys(COMMANDS).join(', ')}.\n`);
+    return EXIT.usage;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    const fabricError =
+      error instanceof FabricError
+        ? error
+        : new FabricError('internal', `Unexpected error: ${errorMessage(error)}`);
+    io.stderr.write(`fabric ${name}: ${fabricError.message}\n`);
+    if (rest.includes('--json')) {
+      io.stdout.write(
+        `${JSON.stringify({ error: { code: fabricError.code, message: fabricError.message } })}\n`,
+      );
+    }
+    return exitCodeFor(fabricError.code);
+  }
+}

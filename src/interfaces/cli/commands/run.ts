@@ -1,0 +1,81 @@
+import { loadConfig } from '../../../config/load.ts';
+import { Fabric } from '../../compose.ts';
+import { parseCommandArgs, positiveInt } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { ProgressReporter } from '../progress.ts';
+import { styleFor } from '../style.ts';
+
+export const RUN_HELP = `Usage: fabric run --specialist NAME [options] "TASK"
+
+Runs TASK with a specialist until the model calls finish_task, writing every step to
+<runs_dir>/<run_id>/runlog.jsonl. Progress goes to stderr; the result to stdout.
+
+Options:
+  -s, --specialist NAME   the specialist to use (\`fabric specialists\` lists them)   [required]
+  -w, --workspace DIR     the workspace the pack works in (overrides the configured one)
+  -m, --model ID          the model to use (a model id or an alias from llm.models); must exist
+      --max-steps N       stop after N model turns (default: the specialist's, else loop.max_steps = 30)
+  -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --json              print the RunResult as one JSON object on stdout
+  -h, --help              show this help
+
+Exit codes: 0 succeeded · 1 failed · 2 usage or config error · 3 max_steps reached
+            4 no usable model or backend · 130 cancelled (Ctrl-C)
+
+Example:
+  fabric run --specialist rust --workspace ./my-compositor "Add damage tracking to Output"
+`;
+
+/** `fabric run`. */
+export async function runCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('run', argv, {
+    specialist: { type: 'string', short: 's' },
+    workspace: { type: 'string', short: 'w' },
+    model: { type: 'string', short: 'm' },
+    'max-steps': { type: 'string' },
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(RUN_HELP);
+    return EXIT.ok;
+  }
+  const task = positionals.join(' ').trim();
+  if (!values.specialist || task === '') {
+    io.stderr.write(
+      `fabric run needs ${!values.specialist ? '--specialist NAME' : 'a TASK'}.\n\n${RUN_HELP}`,
+    );
+    return EXIT.usage;
+  }
+  const maxSteps = positiveInt('--max-steps', values['max-steps']);
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const fabric = new Fabric(config);
+  const style = styleFor(io.stderr, io.env);
+  const result = await fabric.run({
+    specialist: values.specialist,
+    task,
+    workspace: values.workspace,
+    model: values.model,
+    maxSteps,
+    observers: [new ProgressReporter(io.stderr, style)],
+    signal: io.signal,
+  });
+  if (values.json) {
+    io.stdout.write(`${JSON.stringify(result)}\n`);
+  } else if (result.payload) {
+    const summary = result.payload.summary;
+    io.stdout.write(`${typeof summary === 'string' ? summary : JSON.stringify(result.payload, null, 2)}\n`);
+  }
+  io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
+  switch (result.status) {
+    case 'succeeded':
+      return EXIT.ok;
+    case 'max_steps':
+      return EXIT.maxSteps;
+    case 'cancelled':
+      return EXIT.cancelled;
+    case 'failed':
+      return EXIT.runFailed;
+  }
+}

@@ -1,0 +1,28 @@
+import type { FabricErrorCode } from '../../domain/errors.ts';
+import { EXIT } from './io.ts';
+
+/** The one place error codes become exit codes. */
+export function exitCodeFor(code: FabricErrorCode): number {
+  switch (code) {
+    case 'usage':
+    case 'config_invalid':
+    case 'config_not_found':
+    case 'specialist_unknown':
+    case 'pack_load_failed':
+      return EXIT.usage;
+    case 'model_not_found':
+    case 'model_lacks_tools':
+    case 'backend_unavailable':
+      return EXIT.noModel;
+    case 'run_cancelled':
+      return EXIT.cancelled;
+    case 'backend_error':
+    case 'context_overflow':
+    case 'run_not_found':
+    case 'runlog_corrupt':
+    case 'tool_failed':
+    case 'sandbox_violation':
+    case 'internal':
+      return EXIT.runFailed;
+  }
+}

@@ -1,0 +1,27 @@
+import type { Environment } from '../../config/env.ts';
+
+/** A stream the CLI writes to. */
+export interface OutputStream {
+  write(text: string): unknown;
+  readonly isTTY?: boolean | undefined;
+}
+
+/** Everything the CLI touches, passed in so tests can run it in-process. */
+export interface CliIo {
+  readonly stdout: OutputStream;
+  readonly stderr: OutputStream;
+  readonly env: Environment;
+  readonly cwd: string;
+  /** Aborted on Ctrl-C. */
+  readonly signal: AbortSignal;
+}
+
+/** Exit codes, documented in `fabric --help`. */
+export const EXIT = {
+  ok: 0,
+  runFailed: 1,
+  usage: 2,
+  maxSteps: 3,
+  noModel: 4,
+  cancelled: 130,
+} as const;

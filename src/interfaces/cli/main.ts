@@ -1,0 +1,28 @@
+/**
+ * The `fabric` entry point on Node and on Deno. The only runtime-specific code of the CLI is
+ * here: arguments, signals and the exit code.
+ */
+import process from 'node:process';
+import { readEnvironment } from '../../config/env.ts';
+import { runCli } from './cli.ts';
+
+const controller = new AbortController();
+let interrupts = 0;
+process.on('SIGINT', () => {
+  interrupts += 1;
+  if (interrupts > 1) process.exit(130);
+  process.stderr.write('\nCancelling… (Ctrl-C again to quit at once)\n');
+  controller.abort(new Error('cancelled by SIGINT'));
+});
+process.on('SIGTERM', () => controller.abort(new Error('cancelled by SIGTERM')));
+
+const code = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: readEnvironment(),
+  cwd: process.cwd(),
+  signal: controller.signal,
+});
+process.exitCode = code;
+// Open handles (an MCP client, a pending socket) must not keep a finished CLI alive.
+setTimeout(() => process.exit(code), 200).unref();

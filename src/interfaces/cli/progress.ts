@@ -1,0 +1,100 @@
+import type { RunObserver } from '../../application/ports.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
+import type { OutputStream } from './io.ts';
+import type { Style } from './style.ts';
+
+const ARG_PREVIEW = 160;
+const RESULT_PREVIEW = 200;
+
+/** Shows a run as it happens on stderr: steps, the model's streamed text, each tool call and its outcome. */
+export class ProgressReporter implements RunObserver {
+  readonly #out: OutputStream;
+  readonly #style: Style;
+  #maxSteps = 0;
+  #midLine = false;
+
+  constructor(out: OutputStream, style: Style) {
+    this.#out = out;
+    this.#style = style;
+  }
+
+  onText(text: string): void {
+    this.#out.write(this.#style.dim(text));
+    this.#midLine = !text.endsWith('\n');
+  }
+
+  onToolCallStarted(): void {}
+
+  onEvent(event: RunEvent): void {
+    const s = this.#style;
+    switch (event.kind) {
+      case 'run_start':
+        this.#maxSteps = event.max_steps;
+        this.#line(
+          `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
+        );
+        if (event.model_reason) this.#line(s.dim(`  model: ${event.model_reason}`));
+        break;
+      case 'llm_request':
+        this.#line(
+          s.cyan(event.final_turn ? `[final] asking for a report` : `[${event.step}/${this.#maxSteps}]`),
+        );
+        break;
+      case 'llm_retry':
+        this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
+        break;
+      case 'tool_call_recovered':
+        this.#line(
+          s.yellow(`  ⚑ recovered ${event.tool_calls.length} tool call(s) written as text (${event.format})`),
+        );
+        break;
+      case 'tool_call':
+        this.#line(`  → ${event.tool} ${s.dim(preview(event.arguments, ARG_PREVIEW))}`);
+        break;
+      case 'tool_result':
+        this.#line(
+          `  ${s.green('✓')} ${event.tool} ${s.dim(`${preview(event.result, RESULT_PREVIEW)} (${event.duration_ms} ms)`)}`,
+        );
+        break;
+      case 'tool_error':
+        this.#line(`  ${s.red('✗')} ${event.tool}: ${preview(event.error, RESULT_PREVIEW)}`);
+        break;
+      case 'security_event':
+        this.#line(`  ${s.red('⛔')} ${event.event_type} (${event.rule})`);
+        break;
+      case 'finish_rejected':
+        this.#line(`  ${s.yellow('✗ finish_task rejected')}: ${preview(event.message, RESULT_PREVIEW)}`);
+        break;
+      case 'text_fallback':
+        this.#line(s.yellow('  the model answered in plain text; taking it as the result'));
+        break;
+      case 'run_end': {
+        const mark =
+          event.status === 'succeeded'
+            ? s.green('✔')
+            : event.status === 'cancelled'
+              ? s.yellow('■')
+              : s.red('✘');
+        const tokens = event.usage.total_tokens > 0 ? ` · ${event.usage.total_tokens} tokens` : '';
+        this.#line(
+          `${mark} ${event.status} after ${event.steps} step(s)${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`,
+        );
+        if (event.error) this.#line(s.red(`  ${event.error.message}`));
+        break;
+      }
+      case 'llm_response':
+        break;
+    }
+  }
+
+  #line(text: string): void {
+    if (this.#midLine) this.#out.write('\n');
+    this.#midLine = false;
+    this.#out.write(`${text}\n`);
+  }
+}
+
+function preview(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}

@@ -1,0 +1,121 @@
+/**
+ * The composition root shared by the CLI, the HTTP API and the MCP server: it builds the
+ * adapters from the config and injects them into the application.
+ */
+import { executeTask } from '../application/execute-task.ts';
+import type { BackendProbe, ModelCatalog, RunObserver } from '../application/ports.ts';
+import { type ModelChoice, resolveModel } from '../application/resolve-model.ts';
+import type { FabricConfig } from '../config/load.ts';
+import type { RunResult } from '../domain/run-result.ts';
+import { OpenAiChatClient } from '../infrastructure/llm/openai-chat-client.ts';
+import { type BackendTarget, OpenAiModelsCatalog } from '../infrastructure/llm/openai-models-catalog.ts';
+import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
+import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
+import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { systemClock } from '../infrastructure/runlog/stamp.ts';
+import { FABRIC_VERSION } from './version.ts';
+
+/** What a run request carries, from any interface. */
+export interface RunRequest {
+  readonly specialist: string;
+  readonly task: string;
+  readonly workspace?: string | undefined;
+  readonly model?: string | undefined;
+  readonly maxSteps?: number | undefined;
+  readonly observers?: readonly RunObserver[];
+  readonly signal: AbortSignal;
+  /** Told which model was chosen and why, before the run starts. */
+  readonly onModelChosen?: (choice: ModelChoice) => void;
+}
+
+/** The fabric's services for one config. */
+export class Fabric {
+  readonly config: FabricConfig;
+  readonly registry: ConfigRegistry;
+  readonly runLogStore: FileRunLogStore;
+  readonly catalog: ModelCatalog;
+
+  constructor(config: FabricConfig) {
+    this.config = config;
+    this.registry = new ConfigRegistry({
+      specialists: config.specialists,
+      baseDir: config.baseDir,
+      builtins: BUILTIN_PACKS,
+      settings: { searxngUrl: config.search.searxng_url },
+    });
+    this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
+    this.catalog = new OpenAiModelsCatalog(backendTargets(config), config.llm.probe_timeout_ms);
+  }
+
+  /** Resolves the model for a specialist: `--model`, else its configured model (aliases expanded), else the best available. */
+  async chooseModel(
+    specialist: string,
+    flagModel: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<ModelChoice> {
+    const configured = this.registry.config(specialist).model;
+    const probes: readonly BackendProbe[] = await this.catalog.probe(signal);
+    return resolveModel(probes, {
+      flagModel: flagModel === undefined ? undefined : this.#expandAlias(flagModel),
+      configuredModel: configured === undefined ? undefined : this.#expandAlias(configured),
+    });
+  }
+
+  #expandAlias(name: string): string {
+    return this.config.llm.models[name] ?? name;
+  }
+
+  /** Runs a task end to end: pack, model, loop. Errors before the run starts are thrown. */
+  async run(request: RunRequest): Promise<RunResult> {
+    const specialistConfig = this.registry.config(request.specialist);
+    const choice = await this.chooseModel(request.specialist, request.model, request.signal);
+    request.onModelChosen?.(choice);
+    const pack = await this.registry.getPack(
+      request.specialist,
+      request.workspace === undefined ? {} : { workspace: request.workspace },
+    );
+    const llm = this.config.llm;
+    const chat = new OpenAiChatClient({
+      backend: choice.model.backend,
+      baseUrl: choice.model.baseUrl,
+      retry: {
+        maxAttempts: llm.retry.max_attempts,
+        baseDelayMs: llm.retry.base_delay_ms,
+        maxDelayMs: llm.retry.max_delay_ms,
+      },
+      requestTimeoutMs: llm.request_timeout_s * 1000,
+      temperature: llm.temperature,
+    });
+    const workspace = request.workspace ?? specialistConfig.workspace;
+    return executeTask({
+      specialist: request.specialist,
+      task: request.task,
+      pack,
+      chat,
+      model: {
+        id: choice.model.id,
+        backend: `${choice.model.backend} ${choice.model.baseUrl}`,
+        reason: choice.reason,
+      },
+      runLogStore: this.runLogStore,
+      observers: request.observers ?? [],
+      limits: {
+        maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? this.config.loop.max_steps,
+        budgetMs: (specialistConfig.budget_s ?? this.config.loop.budget_s) * 1000,
+        recoverTextToolCalls: this.config.loop.recover_text_tool_calls,
+      },
+      workspace: workspace ?? null,
+      configDigest: this.config.digest,
+      fabricVersion: FABRIC_VERSION,
+      clock: systemClock,
+      signal: request.signal,
+    });
+  }
+}
+
+function backendTargets(config: FabricConfig): BackendTarget[] {
+  return [
+    ...config.llm.lm_studio_urls.map((baseUrl): BackendTarget => ({ backend: 'lm_studio', baseUrl })),
+    { backend: 'ollama', baseUrl: config.llm.ollama_url },
+  ];
+}

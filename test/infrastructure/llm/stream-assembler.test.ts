@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { StreamAssembler } from '../../../src/infrastructure/llm/stream-assembler.ts';
+
+const ids = () => {
+  let n = 0;
+  return () => `gen_${++n}`;
+};
+
+describe('StreamAssembler', () => {
+  it('joins OpenAI-style argument fragments by index', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [
+        {
+          delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'read_file', arguments: '' } }] },
+        },
+      ],
+    });
+    a.push({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '{"pa' } }] } }] });
+    a.push({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'th":"a"}' } }] } }] });
+    a.push({ choices: [{ delta: {}, finish_reason: 'tool_calls' }] });
+    a.push({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+    expect(a.finished).toBe(true);
+    expect(a.result()).toEqual({
+      content: '',
+      toolCalls: [{ id: 'call_1', name: 'read_file', arguments: '{"path":"a"}' }],
+      finishReason: 'tool_calls',
+      usage: { prompt: 5, completion: 2, total: 7 },
+    });
+  });
+
+  it('keeps the name when older LM Studio repeats name "" in later fragments', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [
+        {
+          delta: { tool_calls: [{ index: 0, id: '365174485', function: { name: 'search', arguments: '' } }] },
+        },
+      ],
+    });
+    a.push({
+      choices: [
+        { delta: { tool_calls: [{ index: 0, function: { name: '', arguments: '{"pattern":"x"}' } }] } },
+      ],
+    });
+    expect(a.result().toolCalls).toEqual([{ id: '365174485', name: 'search', arguments: '{"pattern":"x"}' }]);
+  });
+
+  it('takes whole calls in one delta, several at once (Ollama)', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [
+        {
+          delta: {
+            content: '',
+            tool_calls: [
+              { index: 0, id: 'call_aaaaaaaa', function: { name: 'a', arguments: '{"x":1}' } },
+              { index: 1, id: 'call_bbbbbbbb', function: { name: 'b', arguments: '{}' } },
+            ],
+          },
+        },
+      ],
+    });
+    expect(a.result().toolCalls.map((call) => call.name)).toEqual(['a', 'b']);
+  });
+
+  it('separates calls that reuse an index with different ids, and calls without an index', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [
+        { delta: { tool_calls: [{ index: 0, id: 'x1', function: { name: 'a', arguments: '{}' } }] } },
+      ],
+    });
+    a.push({
+      choices: [
+        { delta: { tool_calls: [{ index: 0, id: 'x2', function: { name: 'b', arguments: '{}' } }] } },
+      ],
+    });
+    a.push({ choices: [{ delta: { tool_calls: [{ function: { name: 'c', arguments: '{}' } }] } }] });
+    expect(a.result().toolCalls.map((call) => `${call.id}:${call.name}`)).toEqual([
+      'x1:a',
+      'x2:b',
+      'gen_1:c',
+    ]);
+  });
+
+  it('gives an id to calls that came with an empty one, and knows a stream without finish_reason was cut', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [{ delta: { tool_calls: [{ index: 0, id: '', function: { name: 'a', arguments: '{}' } }] } }],
+    });
+    expect(a.finished).toBe(false);
+    expect(a.result().toolCalls[0]?.id).toBe('gen_1');
+  });
+});

@@ -1,0 +1,56 @@
+import { appendFile, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { FabricError } from '../../../src/domain/errors.ts';
+import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
+import { runLogStoreContract } from './run-log-store-contract.ts';
+
+const tempRuns = () => mkdtemp(join(tmpdir(), 'fabric-runs-'));
+
+runLogStoreContract('FileRunLogStore', async () => new FileRunLogStore(await tempRuns()));
+
+describe('FileRunLogStore on disk', () => {
+  it('writes one JSON object a line at <runs>/<run_id>/runlog.jsonl', async () => {
+    const dir = await tempRuns();
+    const store = new FileRunLogStore(dir);
+    const log = await store.create('20260101T000000Z-abcdef');
+    await log.append({ kind: 'text_fallback', step: 1, content: 'line\nbreak' });
+    await log.close();
+    const text = await readFile(join(dir, '20260101T000000Z-abcdef', 'runlog.jsonl'), 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(text)).toMatchObject({ kind: 'text_fallback', content: 'line\nbreak' });
+  });
+
+  it('tolerates a torn last line left by a killed process', async () => {
+    const dir = await tempRuns();
+    const store = new FileRunLogStore(dir);
+    const log = await store.create('20260101T000000Z-torn00');
+    await log.append({ kind: 'text_fallback', step: 1, content: 'whole' });
+    await log.close();
+    await appendFile(store.pathOf('20260101T000000Z-torn00'), '{"v":1,"kind":"tool_res');
+    const contents = await store.read('20260101T000000Z-torn00');
+    expect(contents.torn).toBe(true);
+    expect(contents.events).toHaveLength(1);
+  });
+
+  it('reports a damaged line in the middle with its line number', async () => {
+    const dir = await tempRuns();
+    const store = new FileRunLogStore(dir);
+    await (await store.create('20260101T000000Z-bad000')).close();
+    await writeFile(
+      store.pathOf('20260101T000000Z-bad000'),
+      '{"kind":"x","ts":"t","run_id":"r","seq":1}\nnot json\n{}\n',
+    );
+    const error = await store.read('20260101T000000Z-bad000').catch((e: unknown) => e);
+    expect((error as FabricError).code).toBe('runlog_corrupt');
+    expect((error as FabricError).message).toMatch(/runlog\.jsonl:2/);
+  });
+
+  it('finds a run by a unique prefix of its id', async () => {
+    const store = new FileRunLogStore(await tempRuns());
+    await (await store.create('20260101T000000Z-prefix')).close();
+    expect((await store.read('20260101T000000Z-pre')).runId).toBe('20260101T000000Z-prefix');
+  });
+});

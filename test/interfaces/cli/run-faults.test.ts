@@ -1,0 +1,168 @@
+import { readFile } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
+import type { RunResult } from '../../../src/domain/run-result.ts';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+
+const MODEL = 'qwen/qwen3-coder-30b';
+const FINISH: ScriptedTurn = {
+  reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'done', answer: '42' } }] },
+};
+
+describe('fabric run when the model or the backend misbehaves', () => {
+  let server: FakeLlmServer;
+  let sandbox: Sandbox;
+
+  beforeEach(async () => {
+    sandbox = await makeSandbox();
+  });
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox.cleanup();
+  });
+
+  async function run(
+    script: ScriptedTurn[],
+    options: { flavor?: 'lm_studio' | 'ollama'; toolUse?: boolean } = {},
+  ) {
+    server = await startFakeLlmServer({
+      flavor: options.flavor ?? 'lm_studio',
+      models: [{ id: MODEL, ...(options.toolUse === undefined ? {} : { toolUse: options.toolUse }) }],
+      script,
+    });
+    const env =
+      options.flavor === 'ollama'
+        ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
+        : testEnv(sandbox, server.url);
+    const out = await runFabricInProcess(
+      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'task'],
+      {
+        env,
+        cwd: sandbox.dir,
+      },
+    );
+    const result = JSON.parse(out.stdout) as RunResult;
+    const events: RunEvent[] = result.runlog
+      ? parseRunlog(await readFile(result.runlog, 'utf8'), result.runlog).events
+      : [];
+    return { ...out, result, events };
+  }
+
+  it('retries a backend that answers 503 twice, then finishes', async () => {
+    const busy: ScriptedTurn = {
+      status: 503,
+      body: { error: 'server busy, please try again.  maximum pending requests exceeded' },
+    };
+    const { exitCode, result, events } = await run([busy, busy, FINISH]);
+    expect(exitCode).toBe(0);
+    expect(result.status).toBe('succeeded');
+    const retries = events.filter((event) => event.kind === 'llm_retry');
+    expect(retries).toHaveLength(2);
+    expect(retries[0]).toMatchObject({ attempt: 1, step: 1 });
+    expect(events.find((event) => event.kind === 'llm_response')).toMatchObject({ attempts: 3 });
+  });
+
+  it('fails clearly when the backend stays down after the bounded retries', async () => {
+    const down: ScriptedTurn = { status: 502, body: 'Bad Gateway', contentType: 'text/plain' };
+    const { exitCode, result } = await run([down, down, down]);
+    expect(exitCode).toBe(1);
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('backend_unavailable');
+    expect(result.error?.message).toMatch(/failed 3 times/);
+    expect(server.chatRequests()).toHaveLength(3);
+  });
+
+  it('retries a stream that is cut short and uses the complete answer', async () => {
+    const { result, events } = await run([
+      {
+        cutAfterChunks: 2,
+        reply: { content: 'I will finish now, in a long sentence that streams in chunks.' },
+      },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toEqual({ summary: 'done', answer: '42' });
+    expect(events.filter((event) => event.kind === 'llm_retry')).toHaveLength(1);
+  });
+
+  it('returns malformed tool-call JSON to the model as a tool error and goes on', async () => {
+    const { result, events } = await run([
+      { reply: { toolCalls: [{ name: 'convert_units', arguments: '{"value": 3, "from": "km"' }] } },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    expect(events.find((event) => event.kind === 'tool_error')).toMatchObject({
+      reason: 'invalid_json',
+      tool: 'convert_units',
+    });
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)).toMatchObject({ role: 'tool' });
+    expect(second.messages.at(-1)?.content).toMatch(/not valid JSON/);
+  });
+
+  it('answers an unknown tool with the list of real tools', async () => {
+    const { result, events } = await run([
+      { reply: { toolCalls: [{ name: 'rm_rf', arguments: {} }] } },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    const error = events.find((event) => event.kind === 'tool_error');
+    expect(error).toMatchObject({ reason: 'unknown_tool' });
+    expect(error?.kind === 'tool_error' && error.error).toMatch(/convert_units, finish_task/);
+  });
+
+  it('returns arguments that fail the tool schema to the model', async () => {
+    const { events } = await run([
+      {
+        reply: {
+          toolCalls: [{ name: 'convert_units', arguments: { value: 'three', from: 'km', to: 'mi' } }],
+        },
+      },
+      FINISH,
+    ]);
+    const error = events.find((event) => event.kind === 'tool_error');
+    expect(error).toMatchObject({ reason: 'invalid_arguments' });
+    expect(error?.kind === 'tool_error' && error.error).toMatch(/"value": expected number/);
+  });
+
+  it('recovers a Hermes-style tool call written as text, and logs it', async () => {
+    const { result, events } = await run([
+      {
+        reply: {
+          content:
+            '<tool_call>{"name": "convert_units", "arguments": {"value": 2, "from": "m", "to": "cm"}}</tool_call>',
+        },
+      },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    expect(events.find((event) => event.kind === 'tool_call_recovered')).toMatchObject({ format: 'hermes' });
+    expect(events.find((event) => event.kind === 'tool_result')).toMatchObject({ result: '2 m = 200 cm' });
+  });
+
+  it('takes a plain-text answer as the result and marks it in the runlog', async () => {
+    const { result, events } = await run([{ reply: { content: 'It is 42 cm.' } }]);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toEqual({ summary: 'It is 42 cm.' });
+    expect(events.some((event) => event.kind === 'text_fallback')).toBe(true);
+  });
+
+  it('does not treat text naming a tool that was not offered as a tool call', async () => {
+    const { result, events } = await run([
+      { reply: { content: '{"name": "shell", "arguments": {"command": "ls"}}' } },
+    ]);
+    expect(events.some((event) => event.kind === 'tool_call_recovered')).toBe(false);
+    expect(result.payload?.summary).toContain('"shell"');
+  });
+
+  it('fails at once, with one request, when the model does not support tools', async () => {
+    const { exitCode, result } = await run([], { flavor: 'ollama', toolUse: false });
+    expect(exitCode).toBe(1);
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('model_lacks_tools');
+    expect(result.error?.message).toMatch(/qwen\/qwen3-coder-30b.*does not support tools/);
+    expect(server.chatRequests()).toHaveLength(1);
+  });
+});

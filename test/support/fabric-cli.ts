@@ -1,0 +1,88 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execa } from 'execa';
+import { stringify } from 'yaml';
+import { runCli } from '../../src/interfaces/cli/cli.ts';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const EXAMPLE_PACK = join(ROOT, 'packs/example/pack.ts');
+const DENO = join(ROOT, 'node_modules/.bin/deno');
+
+/** A temp directory with a config file and a runs directory; `cleanup` removes it. */
+export interface Sandbox {
+  readonly dir: string;
+  readonly configPath: string;
+  readonly runsDir: string;
+  cleanup(): Promise<void>;
+}
+
+/** A config with the example `units` specialist and fast retries, merged with `extra`. */
+export async function makeSandbox(extra: Record<string, unknown> = {}): Promise<Sandbox> {
+  const dir = await mkdtemp(join(tmpdir(), 'fabric-test-'));
+  const config = {
+    version: 1,
+    llm: { retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 }, probe_timeout_ms: 1000 },
+    specialists: { units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' } },
+    ...extra,
+  };
+  const configPath = join(dir, 'fabric.yaml');
+  await writeFile(configPath, stringify(config));
+  return {
+    dir,
+    configPath,
+    runsDir: join(dir, 'runs'),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The environment a test run sees: the fake server as LM Studio, Ollama on a closed port. */
+export function testEnv(sandbox: Sandbox, lmStudioUrl: string, extra: Record<string, string> = {}) {
+  return {
+    LM_STUDIO_URL: lmStudioUrl,
+    OLLAMA_HOST: '127.0.0.1:9',
+    FABRIC_RUNS_DIR: sandbox.runsDir,
+    NO_COLOR: '1',
+    ...extra,
+  };
+}
+
+/** Spawns the real CLI (`node bin/fabric.mjs` or `deno run -A src/interfaces/cli/main.ts`). */
+export function spawnFabric(
+  args: readonly string[],
+  options: { env: Record<string, string>; cwd: string; runtime?: 'node' | 'deno' },
+) {
+  const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+  const execOptions = {
+    reject: false as const,
+    env: { ...base, ...options.env },
+    extendEnv: false as const,
+    cwd: options.cwd,
+    stdin: 'ignore' as const,
+  };
+  if (options.runtime === 'deno') {
+    return execa(
+      DENO,
+      ['run', '-A', '--quiet', join(ROOT, 'src/interfaces/cli/main.ts'), ...args],
+      execOptions,
+    );
+  }
+  return execa(process.execPath, [join(ROOT, 'bin/fabric.mjs'), ...args], execOptions);
+}
+
+/** Runs the CLI in-process, collecting its output. */
+export async function runFabricInProcess(
+  args: readonly string[],
+  options: { env: Record<string, string>; cwd: string; signal?: AbortSignal },
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const exitCode = await runCli(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env: options.env,
+    cwd: options.cwd,
+    signal: options.signal ?? new AbortController().signal,
+  });
+  return { exitCode, stdout, stderr };
+}

@@ -1,0 +1,68 @@
+import type { ScriptedReply } from './fake-llm-types.ts';
+
+/** A scripted reply with defaults filled in and arguments in both wire forms. */
+export interface ResolvedReply {
+  content: string | undefined;
+  toolCalls: { id: string | undefined; name: string; argumentsText: string; argumentsObject: unknown }[];
+  finishReason: string;
+  usage: { prompt: number; completion: number };
+}
+
+/** What the request implies for rendering a reply. */
+export interface ChatContext {
+  /** The model string put in the response (LM Studio: its id; Ollama: the string the client sent). */
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+  /** Estimated prompt tokens, used when the turn scripts no usage. */
+  promptTokens: number;
+}
+
+/** Fills in finish_reason and usage, and renders arguments as text (OpenAI wire) and as an object (Ollama native). */
+export function resolveReply(reply: ScriptedReply, promptTokens: number): ResolvedReply {
+  const toolCalls = (reply.toolCalls ?? []).map((call) => {
+    const argumentsText =
+      typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
+    return { id: call.id, name: call.name, argumentsText, argumentsObject: toObject(call.arguments) };
+  });
+  const generated = (reply.content ?? '').length + toolCalls.reduce((n, c) => n + c.argumentsText.length, 0);
+  return {
+    content: reply.content,
+    toolCalls,
+    finishReason: reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+    usage: reply.usage ?? { prompt: promptTokens, completion: Math.max(1, Math.ceil(generated / 4)) },
+  };
+}
+
+// Native Ollama always sends an object; a scripted string that is not a JSON object is passed through
+// unchanged so a test can still provoke a malformed call.
+function toObject(args: string | Record<string, unknown>): unknown {
+  if (typeof args !== 'string') return args;
+  try {
+    const parsed: unknown = JSON.parse(args);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : args;
+  } catch {
+    return args;
+  }
+}
+
+/** Splits text into word-sized pieces, as models stream it token by token. */
+export function splitText(text: string): string[] {
+  const pieces = text.match(/\s*\S+|\s+$/g) ?? [];
+  return pieces.length > 0 ? pieces : [text];
+}
+
+/** Splits argument text into up to four fragments (by code point), so the client must concatenate them. */
+export function splitFragments(text: string): string[] {
+  const chars = Array.from(text);
+  const size = Math.max(1, Math.ceil(chars.length / 4));
+  const pieces: string[] = [];
+  for (let i = 0; i < chars.length; i += size) pieces.push(chars.slice(i, i + size).join(''));
+  return pieces;
+}
+
+/** A rough token count of a request's messages, so usage looks plausible without a script. */
+export function estimatePromptTokens(body: unknown): number {
+  const messages = typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : [];
+  return Math.max(1, Math.ceil(JSON.stringify(messages ?? []).length / 4));
+}

@@ -1,0 +1,257 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  lmStudioCatalog,
+  lmStudioUnknownRoute,
+  ollamaCatalog,
+  ollamaUnknownRoute,
+} from './fake-llm-catalog.ts';
+import { findModel, jsonAnswer, ollamaRegistryName } from './fake-llm-models.ts';
+import { ollamaNativeBody, ollamaNativeShapeError, ollamaNativeStream } from './fake-llm-ollama-chat.ts';
+import {
+  defaultStyle,
+  openAiReplyBody,
+  openAiStreamFrames,
+  type StreamFrames,
+} from './fake-llm-openai-chat.ts';
+import { type ChatContext, estimatePromptTokens, resolveReply } from './fake-llm-reply.ts';
+import type {
+  Answer,
+  FakeLlmServer,
+  FakeLlmServerOptions,
+  FakeModel,
+  RecordedRequest,
+  ScriptedTurn,
+} from './fake-llm-types.ts';
+
+export type {
+  FakeFlavor,
+  FakeLlmServer,
+  FakeLlmServerOptions,
+  FakeModel,
+  RecordedRequest,
+  ScriptedReply,
+  ScriptedToolCall,
+  ScriptedTurn,
+  StreamStyle,
+} from './fake-llm-types.ts';
+
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/api/chat']);
+
+type ChatApi = 'openai' | 'native';
+
+/**
+ * Starts a fake LM Studio or Ollama server on loopback. Chat requests consume the script in order;
+ * catalog routes answer from `models` with the real servers' field names and quirks.
+ */
+export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise<FakeLlmServer> {
+  const { flavor } = options;
+  const script: ScriptedTurn[] = [...(options.script ?? [])];
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+  const ollamaVersion = options.ollamaVersion ?? '0.12.6';
+
+  const route = async (method: string, path: string, body: unknown, rawBody: string): Promise<Answer> => {
+    if (
+      method === 'POST' &&
+      (path === '/v1/chat/completions' || (flavor === 'ollama' && path === '/api/chat'))
+    ) {
+      return chat(path === '/api/chat' ? 'native' : 'openai', body, rawBody);
+    }
+    if (flavor === 'lm_studio') {
+      return (
+        lmStudioCatalog(method, path, options.models ?? [], options.lmStudioV1Api === true) ??
+        lmStudioUnknownRoute(method, path)
+      );
+    }
+    return ollamaCatalog(method, path, body, options.models ?? [], ollamaVersion) ?? ollamaUnknownRoute();
+  };
+
+  /** An error body in the shape the flavor and endpoint use. */
+  const chatError = (api: ChatApi, status: number, message: string): Answer => {
+    if (flavor === 'lm_studio' || api === 'native') return jsonAnswer(status, { error: message });
+    // Ollama's OpenAI layer maps 400 and 404 to these types since v0.18.0 (middleware/openai.go).
+    const type = status === 400 ? 'invalid_request_error' : status === 404 ? 'not_found_error' : 'api_error';
+    return jsonAnswer(status, { error: { message, type, param: null, code: null } });
+  };
+
+  const chat = async (api: ChatApi, body: unknown, rawBody: string): Promise<Answer> => {
+    if (typeof body !== 'object' || body === null) {
+      return chatError(api, 400, `invalid request body: ${rawBody.slice(0, 80) || '(empty)'}`);
+    }
+    if (api === 'native') {
+      const shapeError = ollamaNativeShapeError(body);
+      if (shapeError) return shapeError;
+    }
+    const request = body as { model?: unknown; stream?: unknown; tools?: unknown; stream_options?: unknown };
+    const requested = typeof request.model === 'string' ? request.model : '';
+    if (flavor === 'ollama' && requested === '') return chatError(api, 400, 'model is required');
+    let model: FakeModel | undefined;
+    if (options.models) {
+      model = findModel(options.models, requested, flavor);
+      if (!model) return modelNotFound(api, requested, options.models);
+      if (flavor === 'ollama' && model.type === 'embedding') {
+        return chatError(api, 400, `"${requested}" does not support chat`);
+      }
+      const offersTools = Array.isArray(request.tools) && request.tools.length > 0;
+      if (flavor === 'ollama' && offersTools && model.toolUse === false) {
+        return chatError(api, 400, `${ollamaRegistryName(model.id)} does not support tools`);
+      }
+    }
+    const turn = script.shift();
+    if (!turn)
+      return chatError(api, 500, 'fake server: script exhausted (no scripted turn left for this request)');
+    // The native API streams unless told otherwise; the OpenAI API does not.
+    const stream = api === 'native' ? request.stream !== false : request.stream === true;
+    const streamOptions = request.stream_options as { include_usage?: unknown } | undefined;
+    const ctx: ChatContext = {
+      // LM Studio names the model that answered; Ollama echoes the string it was sent.
+      model: flavor === 'lm_studio' ? (model?.id ?? requested) : requested,
+      stream,
+      includeUsage: streamOptions?.include_usage === true,
+      promptTokens: estimatePromptTokens(body),
+    };
+    return renderTurn(api, turn, ctx);
+  };
+
+  const modelNotFound = (api: ChatApi, requested: string, models: FakeModel[]): Answer => {
+    if (flavor === 'ollama') return chatError(api, 404, `model '${requested}' not found`);
+    const examples = models.map((m) => m.id).join(', ');
+    return jsonAnswer(400, {
+      error: {
+        message: `Invalid model identifier "${requested}". Please specify a valid downloaded model (e.g., ${examples}).`,
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_found',
+      },
+    });
+  };
+
+  const renderTurn = async (api: ChatApi, turn: ScriptedTurn, ctx: ChatContext): Promise<Answer> => {
+    if ('hang' in turn) return { kind: 'hang' };
+    if ('status' in turn) {
+      const text = typeof turn.body === 'string' ? turn.body : JSON.stringify(turn.body);
+      const contentType =
+        turn.contentType ??
+        (typeof turn.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
+      return { kind: 'body', status: turn.status, contentType, body: text };
+    }
+    if ('sseError' in turn) {
+      // Native Ollama reports a mid-stream error as an NDJSON line with an error field, still HTTP 200.
+      if (api === 'native') {
+        return {
+          kind: 'stream',
+          contentType: 'application/x-ndjson',
+          frames: [`${JSON.stringify(turn.sseError)}\n`],
+          cut: false,
+        };
+      }
+      const frame = `event: error\ndata: ${JSON.stringify(turn.sseError)}\n\n`;
+      return { kind: 'stream', contentType: 'text/event-stream', frames: [frame], cut: false };
+    }
+    if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
+    const reply = resolveReply(turn.reply, ctx.promptTokens);
+    const cutAfter = 'cutAfterChunks' in turn ? turn.cutAfterChunks : undefined;
+    if (!ctx.stream && cutAfter === undefined) {
+      return api === 'native' ? ollamaNativeBody(reply, ctx) : openAiReplyBody(reply, flavor, ctx);
+    }
+    const frames: StreamFrames =
+      api === 'native'
+        ? ollamaNativeStream(reply, ctx)
+        : openAiStreamFrames(reply, turn.stream ?? defaultStyle(flavor), ctx);
+    const contentType = api === 'native' ? 'application/x-ndjson' : 'text/event-stream';
+    if (cutAfter !== undefined) {
+      // A non-streaming request that is cut gets no bytes at all, like a server dying mid-generation.
+      const sent = ctx.stream ? frames.body.slice(0, cutAfter) : [];
+      return { kind: 'stream', contentType, frames: sent, cut: true };
+    }
+    return { kind: 'stream', contentType, frames: [...frames.body, ...frames.tail], cut: false };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const method = req.method ?? 'GET';
+    const body = parseBody(rawBody);
+    requests.push({ method, path, headers: flattenHeaders(req), body, receivedAt: Date.now() });
+    await write(res, await route(method, path, body, rawBody));
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(`fake server bug: ${error instanceof Error ? error.stack : String(error)}`);
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('fake server: no TCP address');
+
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    requests,
+    chatRequests: () => requests.filter((r) => r.method === 'POST' && CHAT_PATHS.has(r.path)),
+    push: (...turns) => {
+      script.push(...turns);
+    },
+    stop: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+async function write(res: ServerResponse, answer: Answer): Promise<void> {
+  if (answer.kind === 'hang') return; // the socket stays open until the client aborts or stop() runs
+  if (answer.kind === 'body') {
+    res.writeHead(answer.status, {
+      'Content-Type': answer.contentType,
+      'Content-Length': Buffer.byteLength(answer.body),
+    });
+    res.end(answer.body);
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': answer.contentType, 'Cache-Control': 'no-cache' });
+  res.flushHeaders();
+  for (const frame of answer.frames) {
+    if (res.destroyed) return;
+    await new Promise<void>((resolve) => res.write(frame, () => resolve()));
+    // Yield between frames so they reach the client as separate reads, as a real token stream does.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  if (answer.cut) res.socket?.destroy();
+  else res.end();
+}
+
+function parseBody(raw: string): unknown {
+  if (raw === '') return undefined;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
+function flattenHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

@@ -1,0 +1,90 @@
+/** Which real server the fake imitates: routes, field names, error bodies and stream quirks. */
+export type FakeFlavor = 'lm_studio' | 'ollama';
+
+/** One model in the fake's catalog; every catalog endpoint of the flavor is derived from it. */
+export interface FakeModel {
+  /** e.g. 'qwen/qwen3-coder-30b' (LM Studio) or 'llama3.2:latest' (Ollama). */
+  id: string;
+  /** Default 'llm'. */
+  type?: 'llm' | 'vlm' | 'embedding';
+  /** true: tool capability advertised; false: known to lack it; undefined: capability field absent. */
+  toolUse?: boolean;
+  /** Default true. */
+  loaded?: boolean;
+  /** Ollama details.parameter_size ('8.0B', '566.70M', '137M'); LM Studio v1 params_string. */
+  paramSize?: string;
+  /** Context the model is loaded with (LM Studio loaded_context_length, Ollama /api/ps context_length). */
+  contextLength?: number;
+  /** Trained maximum (LM Studio max_context_length, Ollama model_info['<arch>.context_length']). */
+  maxContextLength?: number;
+}
+
+/** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */
+export interface ScriptedToolCall {
+  name: string;
+  arguments: string | Record<string, unknown>;
+  id?: string;
+}
+
+/** What the scripted model says in one turn. */
+export interface ScriptedReply {
+  content?: string;
+  toolCalls?: ScriptedToolCall[];
+  /** Defaults to 'tool_calls' when toolCalls are present, else 'stop'. */
+  finishReason?: string;
+  usage?: { prompt: number; completion: number };
+}
+
+/** Chunking style of an OpenAI-compatible stream. */
+export type StreamStyle = 'openai' | 'lmstudio_legacy' | 'ollama';
+
+/** One scripted answer to one chat request, consumed in order. */
+export type ScriptedTurn =
+  | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number }
+  | { status: number; body: unknown; contentType?: string }
+  | { cutAfterChunks: number; reply: ScriptedReply; stream?: StreamStyle }
+  | { sseError: unknown }
+  | { hang: true };
+
+/** A request as the fake received it; body is parsed JSON when it parses, else the raw text. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+  receivedAt: number;
+}
+
+/** A running fake server. */
+export interface FakeLlmServer {
+  /** Base URL with no path, e.g. http://127.0.0.1:41234. */
+  readonly url: string;
+  /** Every request, in order. */
+  readonly requests: RecordedRequest[];
+  /** Only the chat requests (/v1/chat/completions and /api/chat). */
+  chatRequests(): RecordedRequest[];
+  /** Appends turns to the script. */
+  push(...turns: ScriptedTurn[]): void;
+  /** Stops at once, destroying open sockets, as a backend that dies would. */
+  stop(): Promise<void>;
+}
+
+/** Options of startFakeLlmServer. */
+export interface FakeLlmServerOptions {
+  flavor: FakeFlavor;
+  /** The catalog. When omitted, chat accepts any model id and the catalog endpoints list nothing. */
+  models?: FakeModel[];
+  script?: ScriptedTurn[];
+  /** LM Studio >= 0.4.0 serves /api/v1/models; older builds answer it like any unknown route. */
+  lmStudioV1Api?: boolean;
+  /** Reported by /api/version; also gates version-dependent fields. Default '0.12.6'. */
+  ollamaVersion?: string;
+  port?: number;
+}
+
+/** What a route handler wants written; the server turns it into bytes. */
+export type Answer =
+  | { kind: 'body'; status: number; contentType: string; body: string }
+  /** frames are written one by one; cut destroys the socket after them instead of ending the response. */
+  | { kind: 'stream'; contentType: string; frames: string[]; cut: boolean }
+  | { kind: 'hang' };
