@@ -16,7 +16,11 @@ function time(command, args) {
   const samples = [];
   for (let i = 0; i < runs + 1; i += 1) {
     const start = process.hrtime.bigint();
-    const result = spawnSync(command, args, { cwd: root, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } });
+    const result = spawnSync(command, args, {
+      cwd: root,
+      stdio: 'ignore',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}`);
     if (i > 0) samples.push(ms); // the first run warms the disk cache and tsx's cache
@@ -29,7 +33,17 @@ const rows = [
   ['node -e 0 (baseline)', baseline],
   ['fabric --help (node)', time(process.execPath, ['bin/fabric.mjs', '--help'])],
   ['fabric specialists (node)', time(process.execPath, ['bin/fabric.mjs', 'specialists'])],
-  ['fabric --help (deno)', time(join(root, 'node_modules/.bin/deno'), ['run', '-A', '--quiet', 'src/interfaces/cli/main.ts', '--help'])],
+  [
+    'fabric --help (deno)',
+    time(join(root, 'node_modules/.bin/deno'), [
+      'run',
+      '-A',
+      '--quiet',
+      'src/interfaces/cli/main.ts',
+      '--help',
+    ]),
+  ],
 ];
 console.log(`CLI start-up, median of ${runs} runs:`);
-for (const [name, ms] of rows) console.log(`  ${name.padEnd(28)} ${ms.toFixed(0).padStart(6)} ms  ${(ms / baseline).toFixed(2)}x`);
+for (const [name, ms] of rows)
+  console.log(`  ${name.padEnd(28)} ${ms.toFixed(0).padStart(6)} ms  ${(ms / baseline).toFixed(2)}x`);

@@ -76,10 +76,14 @@ export function classifyStatus(
   }
   return {
     transient: false,
-    error: new FabricError('backend_error', `${target.backendLabel} refused the request with ${status}: ${message}`, {
-      cause,
-      details: { status },
-    }),
+    error: new FabricError(
+      'backend_error',
+      `${target.backendLabel} refused the request with ${status}: ${message}`,
+      {
+        cause,
+        details: { status },
+      },
+    ),
   };
 }
 
