@@ -1,4 +1,6 @@
 import type { BuiltinPacks } from './config-registry.ts';
 
 /** The built-in packs, `builtin:<name>`. Each is imported only when a specialist uses it. */
-export const BUILTIN_PACKS: BuiltinPacks = {};
+export const BUILTIN_PACKS: BuiltinPacks = {
+  research: async () => (await import('../packs/research/research-pack.ts')).buildResearchPack,
+};
