@@ -3,7 +3,13 @@
  * adapters from the config and injects them into the application.
  */
 import { executeTask } from '../application/execute-task.ts';
-import type { BackendProbe, ModelCatalog, RunObserver } from '../application/ports.ts';
+import type {
+  BackendProbe,
+  ChatClient,
+  ModelCatalog,
+  RunObserver,
+  SpecialistPack,
+} from '../application/ports.ts';
 import { type ModelChoice, resolveModel } from '../application/resolve-model.ts';
 import type { FabricConfig } from '../config/load.ts';
 import type { RunResult } from '../domain/run-result.ts';
@@ -13,6 +19,7 @@ import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { systemClock } from '../infrastructure/runlog/stamp.ts';
+import { startRunMirror } from './control-plane.ts';
 import { FABRIC_VERSION } from './version.ts';
 
 /** What a run request carries, from any interface. */
@@ -26,6 +33,8 @@ export interface RunRequest {
   readonly signal: AbortSignal;
   /** Told which model was chosen and why, before the run starts. */
   readonly onModelChosen?: (choice: ModelChoice) => void;
+  /** Told about trouble that does not stop the run (the control database is off). */
+  readonly onNotice?: (message: string) => void;
 }
 
 /** The fabric's services for one config. */
@@ -87,6 +96,24 @@ export class Fabric {
       temperature: llm.temperature,
     });
     const workspace = request.workspace ?? specialistConfig.workspace;
+    // Mirrored to the control plane off the loop's path; a database that is off never fails the run.
+    const mirror = startRunMirror(this.config, request.onNotice ?? (() => {}));
+    try {
+      return await this.#execute(request, choice, pack, chat, workspace, mirror.observer);
+    } finally {
+      await mirror.finish();
+    }
+  }
+
+  #execute(
+    request: RunRequest,
+    choice: ModelChoice,
+    pack: SpecialistPack,
+    chat: ChatClient,
+    workspace: string | undefined,
+    mirror: RunObserver,
+  ): Promise<RunResult> {
+    const specialistConfig = this.registry.config(request.specialist);
     return executeTask({
       specialist: request.specialist,
       task: request.task,
@@ -98,7 +125,7 @@ export class Fabric {
         reason: choice.reason,
       },
       runLogStore: this.runLogStore,
-      observers: request.observers ?? [],
+      observers: [...(request.observers ?? []), mirror],
       limits: {
         maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? this.config.loop.max_steps,
         budgetMs: (specialistConfig.budget_s ?? this.config.loop.budget_s) * 1000,

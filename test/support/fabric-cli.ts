@@ -24,6 +24,8 @@ export async function makeSandbox(extra: Record<string, unknown> = {}): Promise<
     version: 1,
     llm: { retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 }, probe_timeout_ms: 1000 },
     specialists: { units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' } },
+    // The control plane has its own tests; elsewhere it would only add an embedded database per run.
+    control: { enabled: false },
     ...extra,
   };
   const configPath = join(dir, 'fabric.yaml');

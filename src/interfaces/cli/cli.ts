@@ -16,6 +16,14 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'list the configured specialists',
     run: async (argv, io) => (await import('./commands/specialists.ts')).specialistsCommand(argv, io),
   },
+  runs: {
+    summary: 'list past runs, or show one (`fabric runs show RUN`)',
+    run: async (argv, io) => (await import('./commands/runs.ts')).runsCommand(argv, io),
+  },
+  control: {
+    summary: 'the control plane: migrate, sync runlogs, export usage and health',
+    run: async (argv, io) => (await import('./commands/control.ts')).controlCommand(argv, io),
+  },
 };
 
 function mainHelp(): string {

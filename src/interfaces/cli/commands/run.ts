@@ -59,6 +59,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     model: values.model,
     maxSteps,
     observers: [new ProgressReporter(io.stderr, style)],
+    onNotice: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
     signal: io.signal,
   });
   if (values.json) {

@@ -1,0 +1,119 @@
+import type { MigrationReport } from '../../application/control-ports.ts';
+import type { SqlExecutor, SqlQuery } from './sql-executor.ts';
+
+/** A schema change. Never edit one that has shipped: add the next version instead. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+/** The `control` schema, version by version. The same SQL runs on Postgres and on PGlite. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'runs, run_events, agent_run',
+    statements: [
+      `create table control.runs (
+        id text primary key,
+        specialist text,
+        task text,
+        model text,
+        backend text,
+        status text not null default 'running',
+        started_at timestamptz,
+        ended_at timestamptz,
+        steps integer,
+        prompt_tokens integer,
+        completion_tokens integer,
+        total_tokens integer,
+        duration_ms integer,
+        payload jsonb,
+        error jsonb,
+        updated_at timestamptz not null default now()
+      )`,
+      `create table control.run_events (
+        run_id text not null,
+        seq integer not null,
+        kind text not null,
+        ts timestamptz not null,
+        body jsonb not null,
+        primary key (run_id, seq)
+      )`,
+      `create table control.agent_run (
+        run_id text not null,
+        seq integer not null,
+        step integer,
+        tool text not null check (tool in ('lm_studio', 'ollama')),
+        model text not null,
+        latency_ms integer,
+        success boolean not null,
+        error_reason text,
+        prompt_tokens integer not null default 0,
+        completion_tokens integer not null default 0,
+        total_tokens integer not null default 0,
+        ts timestamptz not null,
+        primary key (run_id, seq)
+      )`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'indexes for the exports and listings',
+    statements: [
+      'create index agent_run_ts_idx on control.agent_run (ts)',
+      'create index agent_run_tool_ts_idx on control.agent_run (tool, ts)',
+      'create index agent_run_model_ts_idx on control.agent_run (model, ts)',
+      'create index runs_started_at_idx on control.runs (started_at desc)',
+      'create index run_events_kind_ts_idx on control.run_events (kind, ts)',
+    ],
+  },
+];
+
+/** The schema version this code expects. */
+export const SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+
+// Two processes may migrate at once (a run and `fabric control migrate`): they queue on this lock.
+const LOCK = "select pg_advisory_xact_lock(hashtext('agent_fabric.control.migrate'))";
+
+/**
+ * Applies the migrations that are missing, each in its own transaction together with its
+ * `control.schema_migrations` row, so a failure leaves the schema at the last whole version.
+ */
+export async function applyMigrations(
+  db: SqlExecutor,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrationReport> {
+  await db.transaction(async (tx) => {
+    await tx.query(LOCK);
+    await tx.query('create schema if not exists control');
+    await tx.query(
+      `create table if not exists control.schema_migrations (
+        version integer primary key,
+        name text not null,
+        applied_at timestamptz not null default now()
+      )`,
+    );
+  });
+  const applied: number[] = [];
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    const done = await db.transaction(async (tx) => {
+      await tx.query(LOCK);
+      if ((await appliedVersions(tx)).has(migration.version)) return false;
+      for (const statement of migration.statements) await tx.query(statement);
+      await tx.query('insert into control.schema_migrations (version, name) values ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
+      return true;
+    });
+    if (done) applied.push(migration.version);
+  }
+  const versions = await appliedVersions(db);
+  return { applied, version: Math.max(0, ...versions) };
+}
+
+async function appliedVersions(db: SqlQuery): Promise<Set<number>> {
+  const rows = await db.query<{ version: number }>('select version from control.schema_migrations');
+  return new Set(rows.map((row) => row.version));
+}

@@ -1,0 +1,84 @@
+import type {
+  CallTotals,
+  ControlBatch,
+  ControlRunRow,
+  ControlStore,
+  ControlWriteCounts,
+  HealthRow,
+  InsightsData,
+  MigrationReport,
+  MirroredRun,
+  ModelCallRecord,
+  TimeWindow,
+  UsageRow,
+} from '../../application/control-ports.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
+import { queryCallTotals, queryHealth, queryInsights, queryUsage } from './export-queries.ts';
+import { applyMigrations } from './migrations.ts';
+import { queryMirroredRuns, queryModelCalls, queryRun, queryRunEvents, queryRuns } from './run-queries.ts';
+import type { SqlExecutor } from './sql-executor.ts';
+import { writeBatch } from './write-batch.ts';
+
+/**
+ * The control store over any `SqlExecutor`. The Postgres and PGlite adapters differ only in
+ * the executor they hand it, which is what keeps their SQL identical.
+ */
+export class SqlControlStore implements ControlStore {
+  readonly kind: 'postgres' | 'pglite';
+  readonly location: string;
+  readonly #db: SqlExecutor;
+
+  constructor(kind: 'postgres' | 'pglite', location: string, db: SqlExecutor) {
+    this.kind = kind;
+    this.location = location;
+    this.#db = db;
+  }
+
+  migrate(): Promise<MigrationReport> {
+    return applyMigrations(this.#db);
+  }
+
+  write(batch: ControlBatch): Promise<ControlWriteCounts> {
+    return this.#db.transaction((tx) => writeBatch(tx, batch));
+  }
+
+  mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>> {
+    return queryMirroredRuns(this.#db);
+  }
+
+  listRuns(options: { readonly limit: number }): Promise<readonly ControlRunRow[]> {
+    return queryRuns(this.#db, options.limit);
+  }
+
+  getRun(runId: string): Promise<ControlRunRow | null> {
+    return queryRun(this.#db, runId);
+  }
+
+  runEvents(runId: string): Promise<readonly RunEvent[]> {
+    return queryRunEvents(this.#db, runId);
+  }
+
+  modelCalls(runId: string): Promise<readonly ModelCallRecord[]> {
+    return queryModelCalls(this.#db, runId);
+  }
+
+  usage(window: TimeWindow): Promise<readonly UsageRow[]> {
+    return queryUsage(this.#db, window);
+  }
+
+  health(window: TimeWindow): Promise<readonly HealthRow[]> {
+    return queryHealth(this.#db, window);
+  }
+
+  insights(window: TimeWindow): Promise<InsightsData> {
+    return queryInsights(this.#db, window);
+  }
+
+  callTotals(window: TimeWindow): Promise<CallTotals> {
+    return queryCallTotals(this.#db, window);
+  }
+
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+}

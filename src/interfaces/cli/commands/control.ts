@@ -1,0 +1,104 @@
+import { resolve } from 'node:path';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { exportAll } from '../../../infrastructure/control/exports.ts';
+import { syncRunlogs } from '../../../infrastructure/control/sync.ts';
+import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
+import { controlStoreFor } from '../../control-plane.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const CONTROL_HELP = `Usage: fabric control <migrate|sync|export> [options]
+
+The control plane mirrors every run to the \`control\` schema of a Postgres database: the
+server FABRIC_DSN (or control.dsn) names, else an embedded PGlite database under
+<runs_dir>/.control/. Mirroring is best-effort; these commands manage it.
+
+  migrate             apply the schema migrations (idempotent)
+  sync                backfill every runlog not yet mirrored (idempotent: run it twice, same rows)
+  export [--out DIR]  write lm_usage_7d.json, lm_health_7d.json, lm_insights_7d.json and
+                      lm_indicator.json to DIR (default: <runs_dir>/exports); safe when the
+                      database is off (the files then say db_off)
+
+Options:
+  -c, --config FILE   the config file
+      --json          print the outcome as JSON
+  -h, --help          show this help
+`;
+
+/** `fabric control`. */
+export async function controlCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('control', argv, {
+    config: { type: 'string', short: 'c' },
+    out: { type: 'string', short: 'o' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  const action = positionals[0];
+  if (values.help || action === undefined) {
+    io.stdout.write(CONTROL_HELP);
+    return values.help ? EXIT.ok : EXIT.usage;
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const store = controlStoreFor(config);
+  const print = (human: string, data: unknown) =>
+    io.stdout.write(values.json ? `${JSON.stringify(data)}\n` : `${human}\n`);
+  try {
+    switch (action) {
+      case 'migrate': {
+        if (!store) throw disabled();
+        const report = await store.migrate();
+        print(
+          `${store.kind} ${store.location}: schema at version ${report.version}` +
+            (report.applied.length > 0 ? ` (applied ${report.applied.join(', ')})` : ' (nothing to apply)'),
+          { store: store.kind, ...report },
+        );
+        return EXIT.ok;
+      }
+      case 'sync': {
+        if (!store) throw disabled();
+        await store.migrate();
+        const report = await syncRunlogs(store, new FileRunLogStore(config.runs_dir), {
+          onRun: (runId, inserted) => {
+            if (!values.json) io.stderr.write(`  ${runId}: ${inserted} event(s) added\n`);
+          },
+        });
+        print(
+          `synced ${report.runsScanned} run(s): ${report.runsUpdated} updated, ${report.eventsInserted} event(s) and ` +
+            `${report.modelCallsInserted} model call(s) added` +
+            (report.failed.length > 0 ? `; ${report.failed.length} unreadable runlog(s)` : ''),
+          report,
+        );
+        for (const failure of report.failed)
+          io.stderr.write(`  could not read ${failure.runId}: ${failure.message}\n`);
+        return report.failed.length > 0 ? EXIT.runFailed : EXIT.ok;
+      }
+      case 'export': {
+        const outDir = resolve(io.cwd, values.out ?? resolve(config.runs_dir, 'exports'));
+        const result = await exportAll(store, outDir);
+        print(
+          `wrote ${result.files.length} file(s) to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +
+            `indicator: ${result.exports.lm_indicator.status} (${result.exports.lm_indicator.reason})`,
+          { files: result.files, db_off: result.dbOff, indicator: result.exports.lm_indicator },
+        );
+        return EXIT.ok;
+      }
+      default:
+        throw new FabricError('usage', `Unknown control action "${action}": use migrate, sync or export.`);
+    }
+  } catch (error) {
+    if (error instanceof FabricError) throw error;
+    throw new FabricError(
+      'backend_unavailable',
+      `The control database (${store?.kind ?? 'disabled'} ${store?.location ?? ''}) is not reachable: ` +
+        `${error instanceof Error ? error.message : String(error)}. Check FABRIC_DSN / control.dsn, or that the server runs.`,
+      { cause: error },
+    );
+  } finally {
+    await store?.close().catch(() => {});
+  }
+}
+
+function disabled(): FabricError {
+  return new FabricError('usage', 'The control plane is disabled (control.enabled: false in the config).');
+}

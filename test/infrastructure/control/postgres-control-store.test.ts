@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
+import {
+  applyMigrations,
+  MIGRATIONS,
+  SCHEMA_VERSION,
+} from '../../../src/infrastructure/control/migrations.ts';
+import {
+  PostgresControlStore,
+  PostgresExecutor,
+  redactDsn,
+} from '../../../src/infrastructure/control/postgres-control-store.ts';
+import { type ControlStoreHarness, controlStoreContract } from './control-store-contract.ts';
+import { succeededRun, tempRunsDir, writeRunlog } from './fixtures.ts';
+import { closedPort, createTestDatabase, startPgProxy, startSilentServer } from './pg-test-db.ts';
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let harness: ControlStoreHarness;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const dsn = new URL(database.dsn);
+  const unreachable = new URL(database.dsn);
+  unreachable.port = String(await closedPort());
+  harness = {
+    open: async () => new PostgresControlStore(database.dsn),
+    openUnreachable: () => new PostgresControlStore(unreachable.toString()),
+    async openInterruptible() {
+      const proxy = await startPgProxy(dsn);
+      const through = new URL(database.dsn);
+      through.port = String(proxy.port);
+      return { store: new PostgresControlStore(through.toString()), interrupt: () => proxy.close() };
+    },
+  };
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+controlStoreContract('Postgres', () => harness);
+
+describe('PostgresControlStore', () => {
+  it('masks the password of the DSN it reports', () => {
+    expect(redactDsn('postgres://fabric:s3cret@db.local:5432/fabric')).toBe(
+      'postgres://fabric:***@db.local:5432/fabric',
+    );
+    expect(new PostgresControlStore('postgres://u:p@127.0.0.1:1/x').location).not.toContain(':p@');
+  });
+
+  it('bounds flush() when the server accepts connections and never answers', async () => {
+    const silent = await startSilentServer();
+    const store = new PostgresControlStore(`postgres://postgres@127.0.0.1:${silent.port}/test`, {
+      connectTimeoutS: 30,
+    });
+    const mirror = new ControlMirror(store, { flushTimeoutMs: 300 });
+    const events = await writeRunlog(
+      await tempRunsDir(),
+      'hanging-run',
+      '2029-02-01T10:00:00Z',
+      succeededRun(),
+    );
+    for (const event of events) mirror.onEvent(event);
+    const started = Date.now();
+    await mirror.close();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await silent.close();
+    await store.close().catch(() => {});
+  });
+});
+
+describe('applyMigrations', () => {
+  it('applies each migration in a transaction: a failing one leaves no trace', async () => {
+    const db = new PostgresExecutor(database.dsn, {});
+    try {
+      const broken = {
+        version: 1000,
+        name: 'broken',
+        statements: ['create table control.half_done (a int)', 'select nope'],
+      };
+      await expect(applyMigrations(db, [...MIGRATIONS, broken])).rejects.toThrow(/nope/);
+      const tables = await db.query<{ n: number }>(
+        "select count(*)::integer as n from information_schema.tables where table_schema = 'control' and table_name = 'half_done'",
+      );
+      expect(tables).toEqual([{ n: 0 }]);
+      expect(await applyMigrations(db)).toEqual({ applied: [], version: SCHEMA_VERSION });
+      const versions = await db.query<{ version: number }>(
+        'select version from control.schema_migrations order by version',
+      );
+      expect(versions.map((row) => row.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('lets concurrent migrators queue on a lock instead of failing', async () => {
+    const fresh = await createTestDatabase();
+    const stores = [new PostgresControlStore(fresh.dsn), new PostgresControlStore(fresh.dsn)];
+    try {
+      const reports = await Promise.all(stores.map((store) => store.migrate()));
+      expect(reports.flatMap((report) => report.applied).sort()).toEqual(MIGRATIONS.map((m) => m.version));
+    } finally {
+      for (const store of stores) await store.close();
+      await fresh.drop();
+    }
+  });
+});
