@@ -1,0 +1,128 @@
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunResult } from '../../../src/domain/run-result.ts';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import { ROOT, type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+
+const BROKEN =
+  '    pub fn count(&self) -> usize {\n        self.rects.len() as u32\n    }\n\n    pub fn is_empty(&self) -> bool {';
+
+describe('fabric run --specialist rust on the example compositor crate', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  let workspace: string | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+    if (workspace) await rm(workspace, { recursive: true, force: true });
+  });
+
+  it('edits, gets the compile error from cargo_check, is refused at finish until it compiles, then succeeds', async () => {
+    workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
+    await cp(join(ROOT, 'examples/compositor'), workspace, {
+      recursive: true,
+      filter: (source) => !source.includes('/target'),
+    });
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      script: [
+        { reply: { toolCalls: [{ name: 'read_file', arguments: { path: 'src/region.rs' } }] } },
+        {
+          reply: {
+            toolCalls: [
+              {
+                name: 'edit_file',
+                arguments: {
+                  path: 'src/region.rs',
+                  old_text: '    pub fn is_empty(&self) -> bool {',
+                  new_text: BROKEN,
+                },
+              },
+            ],
+          },
+        },
+        { reply: { toolCalls: [{ name: 'cargo_check', arguments: {} }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Added Region::count.' } }] } },
+        {
+          reply: {
+            toolCalls: [
+              {
+                name: 'edit_file',
+                arguments: {
+                  path: 'src/region.rs',
+                  old_text: 'self.rects.len() as u32',
+                  new_text: 'self.rects.len()',
+                },
+              },
+            ],
+          },
+        },
+        { reply: { toolCalls: [{ name: 'cargo_check', arguments: {} }] } },
+        {
+          reply: {
+            toolCalls: [
+              {
+                name: 'finish_task',
+                arguments: {
+                  summary: 'Added Region::count.',
+                  artifacts: ['src/region.rs'],
+                  next_steps: [],
+                  notes: '',
+                },
+              },
+            ],
+          },
+        },
+      ],
+    });
+    sandbox = await makeSandbox({
+      specialists: {
+        rust: {
+          builder: 'builtin:rust',
+          sandbox: { allowed_commands: ['cargo check', 'cargo test'], timeout_s: 120 },
+        },
+      },
+    });
+    const result = await spawnFabric(
+      [
+        'run',
+        '-s',
+        'rust',
+        '--workspace',
+        workspace,
+        '--json',
+        '--config',
+        sandbox.configPath,
+        'Add Region::count()',
+      ],
+      { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
+    );
+    expect(result.exitCode, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunResult;
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      steps: 7,
+      payload: { summary: 'Added Region::count.' },
+    });
+
+    const events = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog).events;
+    const checks = events.filter((event) => event.kind === 'tool_result' && event.tool === 'cargo_check');
+    expect(checks).toHaveLength(2);
+    expect(checks[0]?.kind === 'tool_result' && checks[0].result).toMatch(/E0308/);
+    expect(checks[0]?.kind === 'tool_result' && checks[0].result).toMatch(/src\/region\.rs:\d+/);
+    const rejected = events.filter((event) => event.kind === 'finish_rejected');
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatchObject({ reason: 'gate_failed' });
+    expect(rejected[0]?.kind === 'finish_rejected' && rejected[0].message).toMatch(/E0308/);
+
+    const source = await readFile(join(workspace, 'src/region.rs'), 'utf8');
+    expect(source).toContain('pub fn count(&self) -> usize {\n        self.rects.len()\n    }');
+    const check = await execa('cargo', ['check', '--offline', '--quiet'], { cwd: workspace, reject: false });
+    expect(check.exitCode, check.stderr).toBe(0);
+  });
+});
