@@ -28,7 +28,8 @@ export function sameModel(a: string, b: string): boolean {
 export function resolveModel(probes: readonly BackendProbe[], options: ResolveOptions): ModelChoice {
   const healthy = probes.filter((probe) => probe.ok);
   const all = healthy.flatMap((probe) => probe.models);
-  const find = (id: string) => all.find((model) => sameModel(model.id, id));
+  // The same model on several servers: the loaded copy first (no load wait), as for the best available.
+  const find = (id: string) => all.filter((model) => sameModel(model.id, id)).sort(compareCandidates)[0];
   if (options.flagModel !== undefined) {
     const found = find(options.flagModel);
     if (found) return { model: found, reason: `--model ${options.flagModel}, found on ${where(found)}` };
@@ -44,15 +45,24 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
       };
     prefix = `configured model ${options.configuredModel} is not on any backend; `;
   }
-  const candidates = all.filter((model) => model.type !== 'embedding' && model.toolUse !== false);
+  const candidates = all.filter(isCandidate);
   const ranked = [...candidates].sort(compareCandidates);
   const best = ranked[0];
   if (!best) {
     const skipped =
       all.length > 0 ? ` (${all.length} model(s) seen, all embedding models or without tool support)` : '';
-    throw noModel(probes, `No tool-capable chat model is available${skipped}.`);
+    const headline =
+      healthy.length === 0
+        ? 'No model server answered, so no model can be chosen.'
+        : `No tool-capable chat model is available${skipped}.`;
+    throw noModel(probes, headline);
   }
   return { model: best, reason: `${prefix}best available: ${describeRank(best)}, on ${where(best)}` };
+}
+
+/** A model the best-available rule may pick: a chat model not known to lack tools. */
+export function isCandidate(model: CatalogModel): boolean {
+  return model.type !== 'embedding' && model.toolUse !== false;
 }
 
 function compareCandidates(a: CatalogModel, b: CatalogModel): number {
@@ -72,7 +82,7 @@ function describeRank(model: CatalogModel): string {
   const parts = [
     model.toolUse === true ? 'tool-capable' : 'tool capability unknown',
     model.loaded === true ? 'loaded' : model.loaded === false ? 'not loaded' : 'load state unknown',
-    model.paramsB === undefined ? 'size unknown' : `${model.paramsB}B parameters`,
+    model.paramsB === undefined ? 'size unknown' : `${Number(model.paramsB.toPrecision(3))}B parameters`,
   ];
   return `${model.id} (${parts.join(', ')})`;
 }

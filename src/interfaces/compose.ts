@@ -10,11 +10,10 @@ import type {
   RunObserver,
   SpecialistPack,
 } from '../application/ports.ts';
-import { type ModelChoice, resolveModel } from '../application/resolve-model.ts';
+import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
 import type { FabricConfig } from '../config/load.ts';
 import type { RunResult } from '../domain/run-result.ts';
-import { OpenAiChatClient } from '../infrastructure/llm/openai-chat-client.ts';
-import { type BackendTarget, OpenAiModelsCatalog } from '../infrastructure/llm/openai-models-catalog.ts';
+import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
@@ -43,6 +42,7 @@ export class Fabric {
   readonly registry: ConfigRegistry;
   readonly runLogStore: FileRunLogStore;
   readonly catalog: ModelCatalog;
+  readonly #llm: LlmBackends;
 
   constructor(config: FabricConfig) {
     this.config = config;
@@ -53,7 +53,9 @@ export class Fabric {
       settings: { searxngUrl: config.search.searxng_url },
     });
     this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
-    this.catalog = new OpenAiModelsCatalog(backendTargets(config), config.llm.probe_timeout_ms);
+    // LM Studio (servers pooled) and Ollama, probed concurrently, cached, with health-aware routing.
+    this.#llm = new LlmBackends(config.llm);
+    this.catalog = this.#llm.catalog;
   }
 
   /** Resolves the model for a specialist: `--model`, else its configured model (aliases expanded), else the best available. */
@@ -62,12 +64,16 @@ export class Fabric {
     flagModel: string | undefined,
     signal?: AbortSignal,
   ): Promise<ModelChoice> {
-    const configured = this.registry.config(specialist).model;
     const probes: readonly BackendProbe[] = await this.catalog.probe(signal);
-    return resolveModel(probes, {
+    return resolveModel(probes, this.#resolveOptions(specialist, flagModel));
+  }
+
+  #resolveOptions(specialist: string, flagModel: string | undefined): ResolveOptions {
+    const configured = this.registry.config(specialist).model;
+    return {
       flagModel: flagModel === undefined ? undefined : this.#expandAlias(flagModel),
       configuredModel: configured === undefined ? undefined : this.#expandAlias(configured),
-    });
+    };
   }
 
   #expandAlias(name: string): string {
@@ -83,18 +89,9 @@ export class Fabric {
       request.specialist,
       request.workspace === undefined ? {} : { workspace: request.workspace },
     );
-    const llm = this.config.llm;
-    const chat = new OpenAiChatClient({
-      backend: choice.model.backend,
-      baseUrl: choice.model.baseUrl,
-      retry: {
-        maxAttempts: llm.retry.max_attempts,
-        baseDelayMs: llm.retry.base_delay_ms,
-        maxDelayMs: llm.retry.max_delay_ms,
-      },
-      requestTimeoutMs: llm.request_timeout_s * 1000,
-      temperature: llm.temperature,
-    });
+    // Starts on the chosen backend; fails over to another backend with a suitable model.
+    const resolveOptions = this.#resolveOptions(request.specialist, request.model);
+    const chat = await this.#llm.chatClientFor(choice, resolveOptions, request.signal);
     const workspace = request.workspace ?? specialistConfig.workspace;
     // Mirrored to the control plane off the loop's path; a database that is off never fails the run.
     const mirror = startRunMirror(this.config, request.onNotice ?? (() => {}));
@@ -138,11 +135,4 @@ export class Fabric {
       signal: request.signal,
     });
   }
-}
-
-function backendTargets(config: FabricConfig): BackendTarget[] {
-  return [
-    ...config.llm.lm_studio_urls.map((baseUrl): BackendTarget => ({ backend: 'lm_studio', baseUrl })),
-    { backend: 'ollama', baseUrl: config.llm.ollama_url },
-  ];
 }

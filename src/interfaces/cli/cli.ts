@@ -16,6 +16,14 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'list the configured specialists',
     run: async (argv, io) => (await import('./commands/specialists.ts')).specialistsCommand(argv, io),
   },
+  models: {
+    summary: "list every backend's models and which one a run would use",
+    run: async (argv, io) => (await import('./commands/models.ts')).modelsCommand(argv, io),
+  },
+  health: {
+    summary: 'check the model backends (`fabric health lm`)',
+    run: async (argv, io) => (await import('./commands/health.ts')).healthCommand(argv, io),
+  },
   runs: {
     summary: 'list past runs, or show one (`fabric runs show RUN`)',
     run: async (argv, io) => (await import('./commands/runs.ts')).runsCommand(argv, io),

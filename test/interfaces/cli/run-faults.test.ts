@@ -25,7 +25,7 @@ describe('fabric run when the model or the backend misbehaves', () => {
 
   async function run(
     script: ScriptedTurn[],
-    options: { flavor?: 'lm_studio' | 'ollama'; toolUse?: boolean } = {},
+    options: { flavor?: 'lm_studio' | 'ollama'; toolUse?: boolean; args?: string[] } = {},
   ) {
     server = await startFakeLlmServer({
       flavor: options.flavor ?? 'lm_studio',
@@ -37,7 +37,7 @@ describe('fabric run when the model or the backend misbehaves', () => {
         ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
         : testEnv(sandbox, server.url);
     const out = await runFabricInProcess(
-      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'task'],
+      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, ...(options.args ?? []), 'task'],
       {
         env,
         cwd: sandbox.dir,
@@ -157,8 +157,13 @@ describe('fabric run when the model or the backend misbehaves', () => {
     expect(result.payload?.summary).toContain('"shell"');
   });
 
-  it('fails at once, with one request, when the model does not support tools', async () => {
-    const { exitCode, result } = await run([], { flavor: 'ollama', toolUse: false });
+  it('fails at once, with one request, when the named model does not support tools', async () => {
+    // Named with --model: left to choose, the catalog would know from /api/show and never pick it.
+    const { exitCode, result } = await run([], {
+      flavor: 'ollama',
+      toolUse: false,
+      args: ['--model', MODEL],
+    });
     expect(exitCode).toBe(1);
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('model_lacks_tools');

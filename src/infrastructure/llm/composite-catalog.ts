@@ -1,0 +1,51 @@
+import type { BackendProbe, ModelCatalog } from '../../application/ports.ts';
+import { DEFAULT_DOWN_FOR_MS } from './health-book.ts';
+
+/**
+ * Every backend's catalog, asked concurrently (each with its own short timeout). The answer is
+ * cached for the life of the process; an answer in which some backend failed is kept only for
+ * `retryFailedAfterMs`, and `invalidate()` drops it at once (a chat request found a backend down).
+ */
+export class CompositeCatalog implements ModelCatalog {
+  readonly #catalogs: readonly ModelCatalog[];
+  readonly #retryFailedAfterMs: number;
+  readonly #now: () => number;
+  #cached: Promise<readonly BackendProbe[]> | undefined;
+  #expiresAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    catalogs: readonly ModelCatalog[],
+    options: { retryFailedAfterMs?: number; now?: () => number } = {},
+  ) {
+    this.#catalogs = catalogs;
+    this.#retryFailedAfterMs = options.retryFailedAfterMs ?? DEFAULT_DOWN_FOR_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]> {
+    if (this.#cached !== undefined && this.#now() < this.#expiresAt) return this.#cached;
+    this.#expiresAt = Number.POSITIVE_INFINITY;
+    const pending = Promise.all(this.#catalogs.map((catalog) => catalog.probe(signal))).then((lists) =>
+      lists.flat(),
+    );
+    this.#cached = pending;
+    pending.then(
+      (probes) => {
+        if (this.#cached === pending && probes.some((probe) => !probe.ok)) {
+          this.#expiresAt = this.#now() + this.#retryFailedAfterMs;
+        }
+      },
+      () => {
+        // A cancelled probe must not poison the cache.
+        if (this.#cached === pending) this.#cached = undefined;
+      },
+    );
+    return pending;
+  }
+
+  /** Forgets the cached answer, so the next `probe` asks every backend again. */
+  invalidate(): void {
+    this.#cached = undefined;
+    this.#expiresAt = Number.POSITIVE_INFINITY;
+  }
+}

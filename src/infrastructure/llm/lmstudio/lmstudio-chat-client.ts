@@ -1,0 +1,53 @@
+import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../../application/ports.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { OpenAiChatClient, type OpenAiChatClientOptions } from '../openai-chat-client.ts';
+import type { ServerPool } from './server-pool.ts';
+
+/** What every LM Studio server's client shares. */
+export type LmStudioClientOptions = Omit<OpenAiChatClientOptions, 'backend' | 'baseUrl'>;
+
+/**
+ * The LM Studio dispatcher: sends each request to a healthy server that has the model, the least
+ * busy first. A server that stays unreachable after its client's own retries is marked down and
+ * the request moves to the next server; when none is left it throws `backend_unavailable`.
+ */
+export class LmStudioChatClient implements ChatClient {
+  readonly backend = 'lm_studio' as const;
+  readonly #pool: ServerPool;
+  readonly #clients = new Map<string, OpenAiChatClient>();
+
+  constructor(pool: ServerPool, options: LmStudioClientOptions) {
+    this.#pool = pool;
+    for (const url of pool.urls) {
+      this.#clients.set(url, new OpenAiChatClient({ ...options, backend: 'lm_studio', baseUrl: url }));
+    }
+  }
+
+  async complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> {
+    const order = this.#pool.order(request.model);
+    const failures: string[] = [];
+    let last: FabricError | undefined;
+    for (const url of order) {
+      const client = this.#clients.get(url);
+      if (!client) continue;
+      const release = this.#pool.acquire(url);
+      try {
+        const turn = await client.complete(request, onEvent);
+        this.#pool.markUp(url);
+        return turn;
+      } catch (error) {
+        if (!(error instanceof FabricError) || error.code !== 'backend_unavailable') throw error;
+        this.#pool.markDown(url, error.message);
+        failures.push(`${url}: ${error.message}`);
+        last = error;
+      } finally {
+        release();
+      }
+    }
+    const tried = order.length === 0 ? `no LM Studio server has "${request.model}"` : failures.join('\n  ');
+    throw new FabricError('backend_unavailable', `No LM Studio server could answer:\n  ${tried}`, {
+      cause: last,
+      details: { servers: order },
+    });
+  }
+}

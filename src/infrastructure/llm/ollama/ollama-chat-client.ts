@@ -1,0 +1,200 @@
+import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../../application/ports.ts';
+import { FabricError, errorMessage } from '../../../domain/errors.ts';
+import type { ToolCall } from '../../../domain/messages.ts';
+import { type RetryPolicy, backoffDelay, sleep } from '../backoff.ts';
+import { type ClassifiedFault, type RequestTarget, classifyStatus } from '../classify-error.ts';
+import { bodyError } from '../http-json.ts';
+import { contextWindowFor, estimateRequestTokens, promptWasTruncated } from './context-window.ts';
+import { parseOllamaLine, toOllamaMessages, toOllamaTools } from './ollama-wire.ts';
+
+/** What the client knows of a model's context: loaded window (`/api/ps`) and trained maximum (`/api/show`). */
+export interface OllamaContextInfo {
+  readonly loadedContext?: number | undefined;
+  readonly trainedContext?: number | undefined;
+}
+
+export interface OllamaChatClientOptions {
+  readonly baseUrl: string;
+  readonly retry: RetryPolicy;
+  readonly requestTimeoutMs: number;
+  readonly temperature?: number | undefined;
+  /** Context facts of a model, from the catalog; undefined when unknown. */
+  readonly contextOf?: (model: string) => OllamaContextInfo | undefined;
+  readonly random?: () => number;
+}
+
+/** An HTTP refusal or an in-stream error line, with the server's own words. */
+class ServerFault extends Error {
+  readonly status: number | undefined;
+  constructor(status: number | undefined, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * A `ChatClient` on Ollama's native `/api/chat` (NDJSON). Unlike Ollama's `/v1`, it can set the
+ * context window: `options.num_ctx` is the window the request needs, bounded by the model's trained
+ * length, and `truncate: false` makes servers >= 0.12.4 refuse an oversized prompt instead of
+ * silently dropping messages. A prompt that still filled the window fails with `context_overflow`.
+ */
+export class OllamaChatClient implements ChatClient {
+  readonly backend = 'ollama' as const;
+  readonly #options: OllamaChatClientOptions;
+
+  constructor(options: OllamaChatClientOptions) {
+    this.#options = options;
+  }
+
+  get label(): string {
+    return `ollama ${this.#options.baseUrl}`;
+  }
+
+  async complete(
+    request: ChatRequest,
+    onEvent: (event: ChatStreamEvent) => void = () => {},
+  ): Promise<ChatTurn> {
+    const { retry } = this.#options;
+    const started = Date.now();
+    const target: RequestTarget = {
+      backendLabel: this.label,
+      baseUrl: this.#options.baseUrl,
+      model: request.model,
+    };
+    const numCtx = contextWindowFor(
+      estimateRequestTokens(request.messages, request.tools),
+      this.#options.contextOf?.(request.model) ?? {},
+    );
+    let lastReason = '';
+    for (let attempt = 1; attempt <= retry.maxAttempts; attempt += 1) {
+      if (request.signal.aborted) throw cancelled(request.signal);
+      try {
+        const turn = await this.#attempt(request, numCtx, onEvent);
+        return { ...turn, latencyMs: Date.now() - started, attempts: attempt, backend: this.label };
+      } catch (error) {
+        if (request.signal.aborted) throw cancelled(request.signal);
+        if (error instanceof FabricError) throw error;
+        const fault = this.#classify(error, target);
+        if (!fault.transient) throw fault.error;
+        lastReason = fault.reason;
+        if (attempt === retry.maxAttempts) break;
+        const delayMs = backoffDelay(retry, attempt, this.#options.random);
+        onEvent({ type: 'retry', attempt, delayMs, reason: fault.reason });
+        await sleep(delayMs, request.signal).catch(() => {
+          throw cancelled(request.signal);
+        });
+      }
+    }
+    throw new FabricError(
+      'backend_unavailable',
+      `${this.label} failed ${retry.maxAttempts} times (${lastReason}). ` +
+        `Check that Ollama is running and has "${request.model}" pulled, then run again.`,
+      { details: { attempts: retry.maxAttempts, reason: lastReason } },
+    );
+  }
+
+  #classify(error: unknown, target: RequestTarget): ClassifiedFault {
+    if (error instanceof ServerFault) return classifyStatus(error.status, error.message, target, error);
+    // fetch rejects with a TypeError whose cause names the socket error (ECONNREFUSED, ECONNRESET).
+    const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+    if (typeof cause?.code === 'string') {
+      return {
+        transient: true,
+        reason: `cannot reach ${target.baseUrl} (${errorMessage(error)} ${cause.code})`,
+      };
+    }
+    // Anything else while reading (a reset socket, a torn line, the request timeout) is a cut stream.
+    return { transient: true, reason: `stream failed: ${errorMessage(error)}` };
+  }
+
+  async #attempt(request: ChatRequest, numCtx: number, onEvent: (event: ChatStreamEvent) => void) {
+    const timeout = AbortSignal.timeout(this.#options.requestTimeoutMs);
+    const signal = AbortSignal.any([request.signal, timeout]);
+    const options: Record<string, number> = { num_ctx: numCtx };
+    if (this.#options.temperature !== undefined) options.temperature = this.#options.temperature;
+    const response = await fetch(`${this.#options.baseUrl}/api/chat`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      signal,
+      body: JSON.stringify({
+        model: request.model,
+        messages: toOllamaMessages(request.messages),
+        tools: toOllamaTools(request.tools),
+        stream: true,
+        options,
+        truncate: false,
+      }),
+    });
+    if (!response.ok || response.body === null) {
+      const text = await response.text();
+      let message = text;
+      try {
+        message = bodyError(JSON.parse(text)) ?? text;
+      } catch {}
+      throw new ServerFault(response.status, message || `HTTP ${response.status}`);
+    }
+    let content = '';
+    const toolCalls: ToolCall[] = [];
+    let final: ReturnType<typeof parseOllamaLine> | undefined;
+    for await (const text of ndjsonLines(response.body)) {
+      const line = parseOllamaLine(text);
+      // A mid-stream failure is a line with an `error` field, still under HTTP 200 (errors.mdx).
+      if (line.error !== undefined) throw new ServerFault(undefined, line.error);
+      if (line.content !== '') {
+        content += line.content;
+        onEvent({ type: 'text', text: line.content });
+      }
+      for (const call of line.toolCalls) {
+        toolCalls.push({
+          id: call.id ?? `call_${crypto.randomUUID().slice(0, 8)}`,
+          name: call.name,
+          arguments: call.arguments,
+        });
+        onEvent({ type: 'tool_call_started', name: call.name });
+      }
+      if (line.done) final = line;
+    }
+    if (final === undefined) throw new Error('the stream ended before the model finished (no done line)');
+    if (promptWasTruncated(final.promptEvalCount, numCtx)) {
+      throw new FabricError(
+        'context_overflow',
+        `The prompt filled the whole context window of "${request.model}" on ${this.label} ` +
+          `(${final.promptEvalCount} prompt tokens, num_ctx ${numCtx}), so Ollama cut part of it. ` +
+          "The model's trained length is the limit: give the task in smaller parts, or use a model with a longer context.",
+        { details: { promptTokens: final.promptEvalCount, numCtx } },
+      );
+    }
+    const prompt = final.promptEvalCount ?? 0;
+    const completion = final.evalCount ?? 0;
+    return {
+      content,
+      toolCalls,
+      // The native API has no 'tool_calls' reason; derive it the way Ollama's OpenAI layer does.
+      finishReason:
+        toolCalls.length > 0 && final.doneReason === 'stop' ? 'tool_calls' : (final.doneReason ?? null),
+      usage: { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion },
+    };
+  }
+}
+
+/** Splits a byte stream into non-empty lines. */
+async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let newline = buffer.indexOf('\n');
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline).trim();
+      buffer = buffer.slice(newline + 1);
+      if (line !== '') yield line;
+      newline = buffer.indexOf('\n');
+    }
+  }
+  const rest = (buffer + decoder.decode()).trim();
+  if (rest !== '') yield rest;
+}
+
+function cancelled(signal: AbortSignal): FabricError {
+  return new FabricError('run_cancelled', 'The request was cancelled.', { cause: signal.reason });
+}

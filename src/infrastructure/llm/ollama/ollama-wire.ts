@@ -1,0 +1,94 @@
+import type { ChatMessage, ToolSpec } from '../../../domain/messages.ts';
+import { asRecord, numberField, stringField } from '../http-json.ts';
+
+/**
+ * Domain messages in the shape of Ollama's native `/api/chat`. Tool-call `arguments` go back as
+ * OBJECTS: a string is a 400 there (aliasrobotics/cai#76, ollama#12794); a malformed call is sent
+ * as `{}` (the tool result already told the model). Tool results name their tool (`tool_name`).
+ */
+export function toOllamaMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
+  return messages.map(toOllamaMessage);
+}
+
+function toOllamaMessage(message: ChatMessage): Record<string, unknown> {
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      return { role: message.role, content: message.content };
+    case 'assistant':
+      return message.toolCalls.length === 0
+        ? { role: 'assistant', content: message.content }
+        : {
+            role: 'assistant',
+            content: message.content,
+            tool_calls: message.toolCalls.map((call) => ({
+              id: call.id,
+              function: { name: call.name, arguments: argumentsObject(call.arguments) },
+            })),
+          };
+    case 'tool':
+      return {
+        role: 'tool',
+        content: message.content,
+        tool_name: message.name,
+        tool_call_id: message.toolCallId,
+      };
+  }
+}
+
+function argumentsObject(text: string): Record<string, unknown> {
+  try {
+    return asRecord(JSON.parse(text)) ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/** Tool specs in the `tools` shape `/api/chat` takes (the OpenAI one). */
+export function toOllamaTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
+  return tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } },
+  }));
+}
+
+/** What one NDJSON line of a native stream carries. */
+export interface OllamaLine {
+  readonly error: string | undefined;
+  readonly content: string;
+  readonly toolCalls: readonly {
+    readonly id: string | undefined;
+    readonly name: string;
+    readonly arguments: string;
+  }[];
+  readonly done: boolean;
+  readonly doneReason: string | undefined;
+  readonly promptEvalCount: number | undefined;
+  readonly evalCount: number | undefined;
+}
+
+/** Parses one NDJSON line; whole tool calls arrive in one line, `arguments` as an object. */
+export function parseOllamaLine(text: string): OllamaLine {
+  const record = asRecord(JSON.parse(text));
+  const error = record?.error;
+  const message = asRecord(record?.message);
+  const calls = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
+  return {
+    error: error === undefined ? undefined : typeof error === 'string' ? error : JSON.stringify(error),
+    content: stringField(message, 'content') ?? '',
+    toolCalls: calls.flatMap((raw) => {
+      const call = asRecord(raw);
+      const fn = asRecord(call?.function);
+      const name = stringField(fn, 'name');
+      if (name === undefined || name === '') return [];
+      const args = fn?.arguments;
+      // Some models emit stringified arguments (ollama PR #12413); pass them through as text.
+      const text = typeof args === 'string' ? args : JSON.stringify(args ?? {});
+      return [{ id: stringField(call, 'id'), name, arguments: text }];
+    }),
+    done: record?.done === true,
+    doneReason: stringField(record, 'done_reason'),
+    promptEvalCount: numberField(record, 'prompt_eval_count'),
+    evalCount: numberField(record, 'eval_count'),
+  };
+}

@@ -1,0 +1,83 @@
+import type { BackendProbe } from '../../../application/ports.ts';
+import { isCandidate } from '../../../application/resolve-model.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { Fabric } from '../../compose.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { styleFor } from '../style.ts';
+
+export const HEALTH_HELP = `Usage: fabric health lm [--json] [--config FILE]
+
+Checks every configured model backend (each LM Studio server, Ollama), concurrently and with the
+probe timeout (llm.probe_timeout_ms): whether it answers as that server should, how fast, and how
+many models it has, of which how many a run could use (chat models not known to lack tools).
+A status code alone proves nothing: LM Studio answers unknown routes 200 with an error field.
+
+Options:
+  -c, --config FILE   the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --json          print { usable, backends } as one JSON object on stdout
+  -h, --help          show this help
+
+Exit codes: 0 some backend is usable · 2 usage or config error · 4 no backend is usable
+
+Example:
+  LM_STUDIO_URL=http://a:1234,http://b:1234 OLLAMA_HOST=0.0.0.0 fabric health lm
+`;
+
+/** `fabric health lm`. */
+export async function healthCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('health', argv, {
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(HEALTH_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length !== 1 || positionals[0] !== 'lm') {
+    const what = positionals.length === 0 ? 'what to check' : `"${positionals.join(' ')}"`;
+    throw new FabricError('usage', `fabric health needs a subject, \`lm\` (got ${what}).\n\n${HEALTH_HELP}`);
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const probes = await new Fabric(config).catalog.probe(io.signal);
+  const backends = probes.map(summarize);
+  const usable = backends.some((backend) => backend.usable);
+  if (values.json) {
+    io.stdout.write(`${JSON.stringify({ usable, backends })}\n`);
+  } else {
+    const style = styleFor(io.stdout, io.env);
+    const width = Math.max(...backends.map((b) => `${b.backend} ${b.base_url}`.length));
+    for (const b of backends) {
+      const state =
+        b.state === 'down' ? style.red('down') : b.usable ? style.green('up  ') : style.yellow('up  ');
+      const detail = b.state === 'down' ? (b.error ?? '') : `${b.models} models, ${b.usable_models} usable`;
+      io.stdout.write(
+        `${`${b.backend} ${b.base_url}`.padEnd(width)}  ${state}  ${`${b.latency_ms} ms`.padStart(7)}  ${detail}\n`,
+      );
+    }
+    if (!usable) {
+      io.stdout.write(
+        style.red('No backend is usable.') +
+          ' Start LM Studio or Ollama, load (`lms load`) or pull (`ollama pull`) a tool-capable model, ' +
+          'or point LM_STUDIO_URL / OLLAMA_HOST at a server that has one.\n',
+      );
+    }
+  }
+  return usable ? EXIT.ok : EXIT.noModel;
+}
+
+function summarize(probe: BackendProbe) {
+  const usableModels = probe.models.filter(isCandidate).length;
+  return {
+    backend: probe.backend,
+    base_url: probe.baseUrl,
+    state: probe.ok ? ('up' as const) : ('down' as const),
+    usable: probe.ok && usableModels > 0,
+    latency_ms: probe.latencyMs,
+    models: probe.models.length,
+    usable_models: usableModels,
+    error: probe.error ?? null,
+  };
+}

@@ -1,0 +1,145 @@
+import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
+import { type ModelChoice, resolveModel } from '../../../application/resolve-model.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { Fabric } from '../../compose.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { styleFor } from '../style.ts';
+
+export const MODELS_HELP = `Usage: fabric models [options]
+
+Asks every configured backend (each LM Studio server, Ollama) what it has and lists every model:
+type, tool support, loaded state, context length (loaded / trained) and size. Marks the model a
+run would use, and says why: the configured model if a backend has it; else never an embedding
+model or one known to lack tools; tool-capable, then loaded, then smallest first.
+
+Options:
+  -s, --specialist NAME   choose as this specialist would (its configured model first)
+  -m, --model ID          check that a model (an id or an alias from llm.models) is available
+  -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --json              print { backends, chosen, error } as one JSON object on stdout
+  -h, --help              show this help
+
+Exit codes: 0 a model would be chosen · 2 usage or config error · 4 no usable model or backend
+
+Example:
+  LM_STUDIO_URL=http://gpu-box:1234 fabric models --specialist rust
+`;
+
+/** `fabric models`. */
+export async function modelsCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values } = parseCommandArgs('models', argv, {
+    specialist: { type: 'string', short: 's' },
+    model: { type: 'string', short: 'm' },
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(MODELS_HELP);
+    return EXIT.ok;
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const fabric = new Fabric(config);
+  const probes = await fabric.catalog.probe(io.signal);
+  const alias = (name: string | undefined) =>
+    name === undefined ? undefined : (config.llm.models[name] ?? name);
+  let choice: ModelChoice | undefined;
+  let failure: FabricError | undefined;
+  try {
+    const configured =
+      values.specialist === undefined ? undefined : fabric.registry.config(values.specialist).model;
+    choice = resolveModel(probes, { flagModel: alias(values.model), configuredModel: alias(configured) });
+  } catch (error) {
+    if (!(error instanceof FabricError) || error.code !== 'model_not_found') throw error;
+    failure = error;
+  }
+  if (values.json) {
+    io.stdout.write(`${JSON.stringify(modelsJson(probes, choice, failure))}\n`);
+  } else {
+    writeText(io, probes, choice, failure);
+  }
+  return choice === undefined ? EXIT.noModel : EXIT.ok;
+}
+
+function isChosen(model: CatalogModel, choice: ModelChoice | undefined): boolean {
+  return choice !== undefined && choice.model.id === model.id && choice.model.baseUrl === model.baseUrl;
+}
+
+function modelsJson(
+  probes: readonly BackendProbe[],
+  choice: ModelChoice | undefined,
+  failure: FabricError | undefined,
+) {
+  return {
+    backends: probes.map((probe) => ({
+      backend: probe.backend,
+      base_url: probe.baseUrl,
+      ok: probe.ok,
+      latency_ms: probe.latencyMs,
+      error: probe.error ?? null,
+      models: probe.models.map((model) => ({
+        id: model.id,
+        type: model.type,
+        tool_use: model.toolUse ?? null,
+        loaded: model.loaded ?? null,
+        params_b: model.paramsB ?? null,
+        context_length: model.contextLength ?? null,
+        max_context_length: model.maxContextLength ?? null,
+        chosen: isChosen(model, choice),
+      })),
+    })),
+    chosen:
+      choice === undefined
+        ? null
+        : {
+            id: choice.model.id,
+            backend: choice.model.backend,
+            base_url: choice.model.baseUrl,
+            reason: choice.reason,
+          },
+    error: failure === undefined ? null : { code: failure.code, message: failure.message },
+  };
+}
+
+function writeText(
+  io: CliIo,
+  probes: readonly BackendProbe[],
+  choice: ModelChoice | undefined,
+  failure: FabricError | undefined,
+): void {
+  const style = styleFor(io.stdout, io.env);
+  for (const probe of probes) {
+    const head = `${probe.backend} ${probe.baseUrl}`;
+    if (!probe.ok) {
+      io.stdout.write(`${style.bold(head)}  ${style.red('down')}: ${probe.error ?? 'no answer'}\n\n`);
+      continue;
+    }
+    io.stdout.write(
+      `${style.bold(head)}  ${style.green('up')} (${probe.latencyMs} ms, ${probe.models.length} models)\n`,
+    );
+    const width = Math.max(0, ...probe.models.map((model) => model.id.length));
+    for (const model of probe.models) {
+      const mark = isChosen(model, choice) ? style.green('*') : ' ';
+      io.stdout.write(`  ${mark} ${model.id.padEnd(width)}  ${describe(model)}\n`);
+    }
+    io.stdout.write('\n');
+  }
+  if (choice !== undefined) {
+    io.stdout.write(
+      `${style.bold('Would use')} ${choice.model.id} on ${choice.model.backend} ${choice.model.baseUrl}\n`,
+    );
+    io.stdout.write(style.dim(`  why: ${choice.reason}\n`));
+  } else if (failure !== undefined) {
+    io.stdout.write(`${style.red('No model would be chosen.')} ${failure.message}\n`);
+  }
+}
+
+function describe(model: CatalogModel): string {
+  const tools = model.toolUse === true ? 'tools' : model.toolUse === false ? 'no tools' : 'tools ?';
+  const loaded = model.loaded === true ? 'loaded' : model.loaded === false ? 'not loaded' : 'load ?';
+  const ctx = `ctx ${model.contextLength ?? '?'}/${model.maxContextLength ?? '?'}`;
+  const size = model.paramsB === undefined ? 'size ?' : `${Number(model.paramsB.toPrecision(3))}B`;
+  return [model.type.padEnd(9), tools.padEnd(8), loaded.padEnd(10), ctx, size].join('  ');
+}
