@@ -33,8 +33,24 @@ export interface StepInput {
 const EMPTY_REPLY_NUDGE =
   'Your reply had no text and no tool call. Call one of the tools, or call finish_task with your result.';
 
-/** One model request and the tool calls it asked for. */
+/**
+ * One model request and the tool calls it asked for. The step works under its own signal, tied
+ * to the run's: libraries that add an abort listener per request (the openai SDK does) then add
+ * it to a signal that lives one step, instead of piling listeners on the run's signal.
+ */
 export async function runStep(input: StepInput): Promise<StepOutcome> {
+  const scope = new AbortController();
+  const relay = () => scope.abort(input.signal.reason);
+  if (input.signal.aborted) relay();
+  else input.signal.addEventListener('abort', relay, { once: true });
+  try {
+    return await runScopedStep({ ...input, signal: scope.signal });
+  } finally {
+    input.signal.removeEventListener('abort', relay);
+  }
+}
+
+async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   const { recorder, conversation, step } = input;
   const turn = await requestModelTurn({
     chat: input.chat,

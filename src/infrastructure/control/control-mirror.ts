@@ -14,7 +14,10 @@ export interface ControlMirrorOptions {
   readonly batchSize?: number;
   /** After a failed write, events are dropped (left for `sync`) this long before trying again. */
   readonly retryAfterMs?: number;
-  /** Default bound of `flush()` and `close()`. */
+  /**
+   * Default bound of `flush()` and `close()`: 2 s for a server; 20 s for the embedded database,
+   * whose first write in a process waits for PGlite to start in its worker.
+   */
   readonly flushTimeoutMs?: number;
 }
 
@@ -63,7 +66,7 @@ export class ControlMirror implements RunObserver {
     this.#interval = options.flushIntervalMs ?? 100;
     this.#batchSize = options.batchSize ?? 50;
     this.#retryAfter = options.retryAfterMs ?? 30_000;
-    this.#flushTimeout = options.flushTimeoutMs ?? 2_000;
+    this.#flushTimeout = options.flushTimeoutMs ?? (store?.kind === 'pglite' ? 20_000 : 2_000);
   }
 
   onEvent(event: RunEvent): void {

@@ -1,4 +1,4 @@
-import type { PGlite } from '@electric-sql/pglite';
+import { Worker } from 'node:worker_threads';
 import { acquireLock } from './dir-lock.ts';
 import type { SqlExecutor, SqlQuery } from './sql-executor.ts';
 import { SqlControlStore } from './sql-control-store.ts';
@@ -13,70 +13,141 @@ export class PgliteControlStore extends SqlControlStore {
   }
 }
 
+/**
+ * Runs PGlite in a worker thread (see pglite-worker.mjs for why). Statements are serialised:
+ * PGlite has one connection, so a transaction is BEGIN … COMMIT with nothing interleaved.
+ */
 class PgliteExecutor implements SqlExecutor {
   readonly #dataDir: string;
-  #db: Promise<{ db: PGlite; release: () => Promise<void> }> | null = null;
+  #worker: Promise<{ worker: Worker; release: () => Promise<void> }> | null = null;
+  #queue: Promise<unknown> = Promise.resolve();
+  #nextId = 0;
+  readonly #pending = new Map<
+    number,
+    { resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
+  >();
   #closed = false;
 
   constructor(dataDir: string) {
     this.#dataDir = dataDir;
   }
 
-  async query<T extends object>(text: string, params: readonly unknown[] = []): Promise<T[]> {
-    const { db } = await this.#open();
-    return (await db.query<T>(text, [...params])).rows;
+  query<T extends object>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.#serial(() => this.#send('query', text, params)) as Promise<T[]>;
   }
 
-  async transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> {
-    const { db } = await this.#open();
-    return db.transaction((tx) =>
-      work({
+  transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> {
+    return this.#serial(async () => {
+      await this.#send('query', 'begin');
+      const tx: SqlQuery = {
         query: async <R extends object>(text: string, params: readonly unknown[] = []) =>
-          (await tx.query<R>(text, [...params])).rows,
-      }),
-    );
+          (await this.#send('query', text, params)) as R[],
+      };
+      try {
+        const result = await work(tx);
+        await this.#send('query', 'commit');
+        return result;
+      } catch (error) {
+        await this.#send('query', 'rollback').catch(() => {});
+        throw error;
+      }
+    });
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    const opening = this.#db;
-    this.#db = null;
-    if (opening === null) return;
-    const opened = await opening.catch(() => null);
-    if (opened === null) return;
+    const starting = this.#worker;
+    this.#worker = null;
+    if (starting === null) return;
+    const started = await starting.catch(() => null);
+    if (started === null) return;
     try {
-      await opened.db.close();
+      await this.#queue.catch(() => {});
+      await this.#post(started.worker, 'close').catch(() => {});
+      await started.worker.terminate();
     } finally {
-      await opened.release();
+      await started.release();
     }
   }
 
-  // Opened on first use: the CLI builds the store at start-up, and initialising PGlite (WASM,
-  // and initdb the first time) is work a run should not wait for.
-  #open(): Promise<{ db: PGlite; release: () => Promise<void> }> {
-    if (this.#closed)
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(work, work);
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async #send(op: 'query', text: string, params: readonly unknown[] = []): Promise<unknown[]> {
+    const { worker } = await this.#start();
+    return this.#post(worker, op, text, params);
+  }
+
+  #post(
+    worker: Worker,
+    op: 'query' | 'close',
+    text?: string,
+    params?: readonly unknown[],
+  ): Promise<unknown[]> {
+    const id = ++this.#nextId;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      worker.postMessage({ id, op, text, params: params === undefined ? undefined : [...params] });
+    });
+  }
+
+  // Started on first use: the CLI builds the store at start-up, and a run must not wait for it.
+  #start(): Promise<{ worker: Worker; release: () => Promise<void> }> {
+    if (this.#closed) {
       return Promise.reject(new Error(`The embedded control database ${this.#dataDir} is closed.`));
-    if (this.#db === null) {
-      const opening = openPglite(this.#dataDir);
-      // A failed open (directory not writable, lock held) is retried on the next call.
-      opening.catch(() => {
-        if (this.#db === opening) this.#db = null;
-      });
-      this.#db = opening;
     }
-    return this.#db;
+    if (this.#worker === null) {
+      const starting = this.#spawn();
+      // A failed start (directory not writable, lock held) is retried on the next call.
+      starting.catch(() => {
+        if (this.#worker === starting) this.#worker = null;
+      });
+      this.#worker = starting;
+    }
+    return this.#worker;
+  }
+
+  async #spawn(): Promise<{ worker: Worker; release: () => Promise<void> }> {
+    const release = await acquireLock(`${this.#dataDir}.lock`);
+    try {
+      const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
+        workerData: { dataDir: this.#dataDir },
+      });
+      // The worker must never keep a finished process alive.
+      worker.unref();
+      worker.on('message', (message: WorkerReply) => {
+        const pending = this.#pending.get(message.id);
+        if (!pending) return;
+        this.#pending.delete(message.id);
+        if (message.ok) pending.resolve(message.rows ?? []);
+        else
+          pending.reject(
+            Object.assign(new Error(message.error?.message ?? 'PGlite failed'), {
+              code: message.error?.code,
+            }),
+          );
+      });
+      worker.on('error', (error) => this.#failAll(error));
+      worker.on('exit', () => this.#failAll(new Error('The embedded control database worker stopped.')));
+      return { worker, release };
+    } catch (error) {
+      await release();
+      throw error;
+    }
+  }
+
+  #failAll(error: Error): void {
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
   }
 }
 
-async function openPglite(dataDir: string): Promise<{ db: PGlite; release: () => Promise<void> }> {
-  const release = await acquireLock(`${dataDir}.lock`);
-  try {
-    // Loaded on demand, so a process that uses a Postgres server never loads the WASM build.
-    const { PGlite } = await import('@electric-sql/pglite');
-    const db = await PGlite.create(dataDir);
-    return { db, release };
-  } catch (error) {
-    await release();
-    throw error;
-  }
+interface WorkerReply {
+  readonly id: number;
+  readonly ok: boolean;
+  readonly rows?: unknown[];
+  readonly error?: { readonly message: string; readonly code?: string };
 }
