@@ -6,9 +6,9 @@ import type {
   ChatStreamEvent,
   ChatTurn,
 } from '../../application/ports.ts';
-import { FabricError } from '../../domain/errors.ts';
-import { type RetryPolicy, backoffDelay, sleep } from './backoff.ts';
+import type { RetryPolicy } from './backoff.ts';
 import { classifyFault } from './classify-error.ts';
+import { withRetries } from './retry-loop.ts';
 import { StreamAssembler } from './stream-assembler.ts';
 import { toOpenAiMessages, toOpenAiTools } from './wire-messages.ts';
 
@@ -53,34 +53,19 @@ export class OpenAiChatClient implements ChatClient {
     request: ChatRequest,
     onEvent: (event: ChatStreamEvent) => void = () => {},
   ): Promise<ChatTurn> {
-    const { retry } = this.#options;
     const started = Date.now();
     const target = { backendLabel: this.label, baseUrl: this.#options.baseUrl, model: request.model };
-    let lastReason = '';
-    for (let attempt = 1; attempt <= retry.maxAttempts; attempt += 1) {
-      if (request.signal.aborted) throw cancelled(request.signal);
-      try {
-        const turn = await this.#attempt(request, onEvent);
-        return { ...turn, latencyMs: Date.now() - started, attempts: attempt, backend: this.label };
-      } catch (error) {
-        if (request.signal.aborted) throw cancelled(request.signal);
-        const fault = classifyFault(error, target);
-        if (!fault.transient) throw fault.error;
-        lastReason = fault.reason;
-        if (attempt === retry.maxAttempts) break;
-        const delayMs = backoffDelay(retry, attempt, this.#options.random);
-        onEvent({ type: 'retry', attempt, delayMs, reason: fault.reason });
-        await sleep(delayMs, request.signal).catch(() => {
-          throw cancelled(request.signal);
-        });
-      }
-    }
-    throw new FabricError(
-      'backend_unavailable',
-      `${this.label} failed ${retry.maxAttempts} times (${lastReason}). ` +
-        `Check that the server is running and has "${request.model}" loaded, then run again.`,
-      { details: { attempts: retry.maxAttempts, reason: lastReason } },
-    );
+    const { value, attempts } = await withRetries({
+      label: this.label,
+      retry: this.#options.retry,
+      random: this.#options.random,
+      signal: request.signal,
+      onEvent,
+      attempt: () => this.#attempt(request, onEvent),
+      classify: (error) => classifyFault(error, target),
+      giveUpHint: `Check that the server is running and has "${request.model}" loaded, then run again.`,
+    });
+    return { ...value, latencyMs: Date.now() - started, attempts, backend: this.label };
   }
 
   async #attempt(request: ChatRequest, onEvent: (event: ChatStreamEvent) => void) {
@@ -114,8 +99,4 @@ export class OpenAiChatClient implements ChatClient {
       usage: { promptTokens: usage.prompt, completionTokens: usage.completion, totalTokens: usage.total },
     };
   }
-}
-
-function cancelled(signal: AbortSignal): FabricError {
-  return new FabricError('run_cancelled', 'The request was cancelled.', { cause: signal.reason });
 }

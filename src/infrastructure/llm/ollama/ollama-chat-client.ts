@@ -1,9 +1,10 @@
 import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../../application/ports.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import type { ToolCall } from '../../../domain/messages.ts';
-import { type RetryPolicy, backoffDelay, sleep } from '../backoff.ts';
+import type { RetryPolicy } from '../backoff.ts';
 import { type ClassifiedFault, type RequestTarget, classifyStatus } from '../classify-error.ts';
 import { bodyError } from '../http-json.ts';
+import { withRetries } from '../retry-loop.ts';
 import { contextWindowFor, estimateRequestTokens, promptWasTruncated } from './context-window.ts';
 import { parseOllamaLine, toOllamaMessages, toOllamaTools } from './ollama-wire.ts';
 
@@ -54,7 +55,6 @@ export class OllamaChatClient implements ChatClient {
     request: ChatRequest,
     onEvent: (event: ChatStreamEvent) => void = () => {},
   ): Promise<ChatTurn> {
-    const { retry } = this.#options;
     const started = Date.now();
     const target: RequestTarget = {
       backendLabel: this.label,
@@ -65,32 +65,19 @@ export class OllamaChatClient implements ChatClient {
       estimateRequestTokens(request.messages, request.tools),
       this.#options.contextOf?.(request.model) ?? {},
     );
-    let lastReason = '';
-    for (let attempt = 1; attempt <= retry.maxAttempts; attempt += 1) {
-      if (request.signal.aborted) throw cancelled(request.signal);
-      try {
-        const turn = await this.#attempt(request, numCtx, onEvent);
-        return { ...turn, latencyMs: Date.now() - started, attempts: attempt, backend: this.label };
-      } catch (error) {
-        if (request.signal.aborted) throw cancelled(request.signal);
-        if (error instanceof FabricError) throw error;
-        const fault = this.#classify(error, target);
-        if (!fault.transient) throw fault.error;
-        lastReason = fault.reason;
-        if (attempt === retry.maxAttempts) break;
-        const delayMs = backoffDelay(retry, attempt, this.#options.random);
-        onEvent({ type: 'retry', attempt, delayMs, reason: fault.reason });
-        await sleep(delayMs, request.signal).catch(() => {
-          throw cancelled(request.signal);
-        });
-      }
-    }
-    throw new FabricError(
-      'backend_unavailable',
-      `${this.label} failed ${retry.maxAttempts} times (${lastReason}). ` +
-        `Check that Ollama is running and has "${request.model}" pulled, then run again.`,
-      { details: { attempts: retry.maxAttempts, reason: lastReason } },
-    );
+    const { value, attempts } = await withRetries({
+      label: this.label,
+      retry: this.#options.retry,
+      random: this.#options.random,
+      signal: request.signal,
+      onEvent,
+      attempt: () => this.#attempt(request, numCtx, onEvent),
+      // Errors the attempt already words (context overflow) pass through as they are.
+      classify: (error) =>
+        error instanceof FabricError ? { transient: false, error } : this.#classify(error, target),
+      giveUpHint: `Check that Ollama is running and has "${request.model}" pulled, then run again.`,
+    });
+    return { ...value, latencyMs: Date.now() - started, attempts, backend: this.label };
   }
 
   #classify(error: unknown, target: RequestTarget): ClassifiedFault {
@@ -193,8 +180,4 @@ async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<st
   }
   const rest = (buffer + decoder.decode()).trim();
   if (rest !== '') yield rest;
-}
-
-function cancelled(signal: AbortSignal): FabricError {
-  return new FabricError('run_cancelled', 'The request was cancelled.', { cause: signal.reason });
 }
