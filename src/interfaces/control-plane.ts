@@ -13,6 +13,8 @@ export function controlStoreFor(config: FabricConfig): ControlStore | null {
   });
 }
 
+const NO_MIRROR: RunObserver = { onEvent() {}, onText() {}, onToolCallStarted() {} };
+
 /** A run's mirror to the control plane, and how to finish it without holding the run up for long. */
 export interface RunMirror {
   readonly observer: RunObserver;
@@ -23,6 +25,8 @@ export interface RunMirror {
 /** Opens the control store and a mirror for one run. `onNotice` hears once when the database is off. */
 export function startRunMirror(config: FabricConfig, onNotice: (message: string) => void): RunMirror {
   const store = controlStoreFor(config);
+  // Turned off on purpose (control.enabled: false): nothing to mirror, and nothing to say.
+  if (store === null) return { observer: NO_MIRROR, finish: async () => {} };
   const mirror = new ControlMirror(store, {
     onDegraded: (message) =>
       onNotice(`${message} The run goes on; \`fabric control sync\` fills in the control plane later.`),

@@ -54,7 +54,8 @@ export function validateWith<T extends v.GenericSchema>(
   const problems = result.issues.map((issue) => {
     const path = v.getDotPath(issue);
     const where = path ? `"${path}"` : 'arguments';
-    if (issue.received === 'undefined') return `${where} is required (${issue.expected ?? 'a value'})`;
+    // valibot's `expected` for a missing key is the key itself: nothing to add.
+    if (issue.received === 'undefined') return `${where} is required`;
     return `${where}: expected ${issue.expected ?? 'a valid value'}, got ${issue.received}${
       issue.kind === 'validation' ? ` (${issue.message})` : ''
     }`;

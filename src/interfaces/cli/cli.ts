@@ -12,6 +12,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'run a task with a specialist',
     run: async (argv, io) => (await import('./commands/run.ts')).runCommand(argv, io),
   },
+  replay: {
+    summary: "show a run's timeline, or re-run its recorded model turns and compare (`--execute`)",
+    run: async (argv, io) => (await import('./commands/replay.ts')).replayCommand(argv, io),
+  },
   specialists: {
     summary: 'list the configured specialists',
     run: async (argv, io) => (await import('./commands/specialists.ts')).specialistsCommand(argv, io),

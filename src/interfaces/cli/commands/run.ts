@@ -65,8 +65,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   if (values.json) {
     io.stdout.write(`${JSON.stringify(result)}\n`);
   } else if (result.payload) {
-    const summary = result.payload.summary;
-    io.stdout.write(`${typeof summary === 'string' ? summary : JSON.stringify(result.payload, null, 2)}\n`);
+    io.stdout.write(formatPayload(result.payload));
   }
   io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
   switch (result.status) {
@@ -79,4 +78,15 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     case 'failed':
       return EXIT.runFailed;
   }
+}
+
+/** The payload for a person: the summary first, then each other field on its own line. */
+function formatPayload(payload: Record<string, unknown>): string {
+  const { summary, ...rest } = payload;
+  const lines = typeof summary === 'string' ? [summary] : [];
+  for (const [key, value] of Object.entries(rest)) {
+    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
+    lines.push(`${key}: ${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}`);
+  }
+  return `${lines.join('\n')}\n`;
 }

@@ -1,0 +1,270 @@
+import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join, relative, resolve } from 'node:path';
+import {
+  type ReplayComparison,
+  compareReplay,
+  replayNormalizer,
+} from '../../../application/compare-replay.ts';
+import { executeTask } from '../../../application/execute-task.ts';
+import type { RunLogContents } from '../../../application/ports.ts';
+import { ReplayChatClient } from '../../../application/replay-chat-client.ts';
+import { type Timeline, type TimelineTone, buildTimeline } from '../../../application/replay-timeline.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import type { RunEvent } from '../../../domain/run-events.ts';
+import { MemoryRunLogStore } from '../../../infrastructure/runlog/memory-run-log-store.ts';
+import { systemClock } from '../../../infrastructure/runlog/stamp.ts';
+import { Fabric } from '../../compose.ts';
+import { FABRIC_VERSION } from '../../version.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { ProgressReporter } from '../progress.ts';
+import { type Style, styleFor } from '../style.ts';
+
+export const REPLAY_HELP = `Usage: fabric replay RUN [--json]
+       fabric replay RUN --execute [--workspace DIR] [--keep] [--json]
+
+RUN is a run id, a unique prefix of one, or a runlog path.
+
+Without --execute: prints the run as a timeline, one line per runlog line: the time since the
+start, the step, and what happened (model turns, tool calls and their results, rejected
+finishes, retries), then the totals.
+
+With --execute: re-runs the loop in a fresh copy of the workspace, answering each model request
+with the next recorded model turn (no model is asked), and runs the tools for real. Every tool
+call whose result differs from the log is reported, and so is a different final status.
+Timestamps, durations, run ids and the workspace's path are not compared.
+  - The copy is made in a temp directory, of everything but target/ (so cargo starts clean;
+    .git/ is kept, a tool may read it), and removed afterwards unless --keep is given.
+  - The workspace copied is the one in the run's run_start line, unless --workspace names
+    another. The run changed its workspace, so give --workspace a pristine copy of what the run
+    started from (e.g. a checkout of the same commit).
+  - The pack is built from the current config; max_steps and the time budget are the run's.
+  - The re-run's runlog is kept in memory, not written under runs/: a replay is a check, not
+    a new run.
+
+Options:
+  -x, --execute         re-run the recorded model turns with real tools and compare
+  -w, --workspace DIR   the workspace to copy for --execute (default: the run's)
+      --keep            keep the workspace copy after --execute and print where it is
+  -c, --config FILE     the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --json            print JSON on stdout
+  -h, --help            show this help
+
+Exit codes: 0 timeline shown, or the re-run matched the log · 1 the re-run differs
+            2 usage or config error, or no such run · 130 cancelled (Ctrl-C)
+`;
+
+/** `fabric replay`. */
+export async function replayCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('replay', argv, {
+    execute: { type: 'boolean', short: 'x' },
+    workspace: { type: 'string', short: 'w' },
+    keep: { type: 'boolean' },
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(REPLAY_HELP);
+    return EXIT.ok;
+  }
+  const [ref, ...extra] = positionals;
+  if (ref === undefined || extra.length > 0) {
+    io.stderr.write(`fabric replay needs exactly one RUN.\n\n${REPLAY_HELP}`);
+    return EXIT.usage;
+  }
+  if (!values.execute && (values.workspace !== undefined || values.keep)) {
+    throw new FabricError('usage', '--workspace and --keep apply only with --execute.');
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const fabric = new Fabric(config);
+  const run = await readRun(fabric, ref.includes('/') ? resolve(io.cwd, ref) : ref);
+  const style = styleFor(io.stdout, io.env);
+  if (!values.execute) {
+    const timeline = buildTimeline(run);
+    if (values.json) io.stdout.write(`${JSON.stringify({ runlog: run.location, ...timeline })}\n`);
+    else io.stdout.write(renderTimeline(timeline, run.location, style));
+    return EXIT.ok;
+  }
+  const source = values.workspace ?? runStart(run).workspace;
+  const copy = source === null ? null : await copyWorkspace(resolve(io.cwd, source));
+  try {
+    const replay = await reExecute(fabric, run, copy?.workspace ?? null, io);
+    if (io.signal.aborted) {
+      io.stderr.write('fabric replay: cancelled; nothing was compared.\n');
+      return EXIT.cancelled;
+    }
+    const comparison = compareReplay(
+      run.events,
+      replay.events,
+      replayNormalizer({
+        original: { workspace: runStart(run).workspace, runId: run.runId },
+        replayed: { workspace: copy?.workspace ?? null, runId: replay.runId },
+      }),
+    );
+    if (values.json) {
+      const workspace = {
+        source: source === null ? null : resolve(io.cwd, source),
+        copy: copy?.workspace ?? null,
+        kept: Boolean(values.keep && copy),
+      };
+      const { runId: run_id, location: runlog, torn } = run;
+      const report = { run_id, runlog, torn, ...comparison, replay: replay.summary, workspace };
+      io.stdout.write(`${JSON.stringify(report)}\n`);
+    } else {
+      io.stdout.write(renderComparison(comparison, run, replay.summary, style));
+      if (values.keep && copy) io.stdout.write(`workspace copy kept at ${copy.workspace}\n`);
+    }
+    return comparison.identical ? EXIT.ok : EXIT.runFailed;
+  } finally {
+    if (copy && !values.keep) await rm(copy.dir, { recursive: true, force: true });
+  }
+}
+
+async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
+  try {
+    return await fabric.runLogStore.read(ref);
+  } catch (error) {
+    // Exit 1 means "the re-run differs" here, so a run that cannot be read is a usage error.
+    if (error instanceof FabricError && (error.code === 'run_not_found' || error.code === 'runlog_corrupt'))
+      throw new FabricError('usage', error.message, { cause: error });
+    throw error;
+  }
+}
+
+function runStart(run: RunLogContents): Extract<RunEvent, { kind: 'run_start' }> {
+  const start = run.events.find((event) => event.kind === 'run_start');
+  if (start?.kind !== 'run_start')
+    throw new FabricError('usage', `${run.location} has no run_start line, so it cannot be re-run.`);
+  return start;
+}
+
+/** Copies everything but `target/` into a new temp directory, under the workspace's own name. */
+async function copyWorkspace(source: string): Promise<{ dir: string; workspace: string }> {
+  const info = await stat(source).catch(() => undefined);
+  if (!info?.isDirectory())
+    throw new FabricError('usage', `The workspace ${source} is not a directory; pass --workspace DIR.`);
+  const dir = await mkdtemp(join(tmpdir(), 'fabric-replay-'));
+  const workspace = join(dir, basename(source));
+  await cp(source, workspace, {
+    recursive: true,
+    verbatimSymlinks: true,
+    filter: (path) => relative(source, path) !== 'target',
+  });
+  return { dir, workspace };
+}
+
+type ReplaySummary = Awaited<ReturnType<typeof reExecute>>['summary'];
+
+async function reExecute(fabric: Fabric, run: RunLogContents, workspace: string | null, io: CliIo) {
+  const start = runStart(run);
+  const pack = await fabric.registry.getPack(start.specialist, workspace === null ? {} : { workspace });
+  const chat = new ReplayChatClient(run.events);
+  const store = new MemoryRunLogStore();
+  const has = (kind: RunEvent['kind']) => run.events.some((event) => event.kind === kind);
+  const result = await executeTask({
+    specialist: start.specialist,
+    task: start.task,
+    pack,
+    chat,
+    model: { id: start.model, backend: `replay of ${start.backend}` },
+    runLogStore: store,
+    observers: [new ProgressReporter(io.stderr, styleFor(io.stderr, io.env))],
+    limits: {
+      maxSteps: start.max_steps,
+      budgetMs: start.budget_s * 1000,
+      // The run's setting is not logged; what it did shows it, else the current config decides.
+      recoverTextToolCalls: has('tool_call_recovered')
+        ? true
+        : has('text_fallback')
+          ? false
+          : fabric.config.loop.recover_text_tool_calls,
+    },
+    workspace,
+    configDigest: fabric.config.digest,
+    fabricVersion: FABRIC_VERSION,
+    clock: systemClock,
+    signal: io.signal,
+    runId: `${run.runId}.replay`,
+  });
+  const events = (await store.read(result.run_id)).events;
+  return {
+    runId: result.run_id,
+    events,
+    summary: {
+      run_id: result.run_id,
+      status: result.status,
+      error: result.error,
+      steps: result.steps,
+      events: events.length,
+      turns_recorded: chat.recorded,
+      turns_used: chat.used,
+    },
+  };
+}
+
+function renderTimeline(timeline: Timeline, location: string, s: Style): string {
+  const paint: Record<TimelineTone, (text: string) => string> = {
+    info: s.bold,
+    call: s.cyan,
+    ok: s.green,
+    error: s.red,
+    warn: s.yellow,
+    dim: s.dim,
+  };
+  const lines = [s.bold(`run ${timeline.run_id}`) + s.dim(` · ${location}`)];
+  for (const entry of timeline.entries) {
+    const offset = `+${(entry.offset_ms / 1000).toFixed(2)}s`.padStart(9);
+    const label = entry.step === null ? `${entry.kind} ` : `[${entry.step}]`;
+    lines.push(`${s.dim(offset)}  ${label} ${paint[entry.tone](entry.text)}`);
+  }
+  const t = timeline.totals;
+  lines.push(
+    `${t.status} · ${t.steps} step(s) · ${t.usage.total_tokens} tokens · ${t.tool_calls} tool call(s), ` +
+      `${t.tool_errors} tool error(s), ${t.finish_rejected} rejected finish(es), ${t.retries} retry(ies) · ` +
+      `${(t.duration_ms / 1000).toFixed(2)} s`,
+  );
+  if (t.status === 'running')
+    lines.push(s.yellow('the runlog has no run_end: the run is still going, or was killed'));
+  if (timeline.torn)
+    lines.push(s.yellow('the runlog ends with a torn line: the process was killed while writing'));
+  return `${lines.join('\n')}\n`;
+}
+
+function renderComparison(
+  comparison: ReplayComparison,
+  run: RunLogContents,
+  replay: ReplaySummary,
+  s: Style,
+): string {
+  const turns = `${replay.turns_used} of ${replay.turns_recorded} recorded model turn(s)`;
+  if (comparison.identical) {
+    return `${s.green('no differences')}: ${comparison.compared} tool call(s) answered as in run ${run.runId} (${turns}); the re-run ended ${replay.status} again.\n`;
+  }
+  const lines = [
+    `${s.red(`${comparison.differences.length} difference(s) from run ${run.runId}`)} (${turns}):`,
+  ];
+  for (const d of comparison.differences) {
+    const where = d.step === null ? `the run's ${d.what}` : `[${d.step}] ${d.tool} (${d.call_id})`;
+    lines.push(
+      `  ${s.bold(`${where}: ${HOW[d.what]}`)}`,
+      `    original: ${indent(d.original)}`,
+      `    replayed: ${indent(d.replayed)}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const HOW: Record<ReplayComparison['differences'][number]['what'], string> = {
+  tool_result: 'the tool result differs',
+  missing: 'not run by the re-run',
+  extra: 'run only by the re-run',
+  status: 'differs',
+  payload: 'differs',
+};
+
+function indent(text: string): string {
+  return text.replace(/\n/g, '\n              ');
+}
