@@ -11,9 +11,11 @@ import type {
   SpecialistPack,
 } from '../application/ports.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
+import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
 import type { RunResult } from '../domain/run-result.ts';
 import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
+import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
@@ -36,6 +38,12 @@ export interface RunRequest {
   readonly onNotice?: (message: string) => void;
 }
 
+/** What a Fabric takes besides its config. */
+export interface FabricOptions {
+  /** The environment stdio MCP servers start from (only PATH and HOME); default: the process's. */
+  readonly env?: Environment;
+}
+
 /** The fabric's services for one config. */
 export class Fabric {
   readonly config: FabricConfig;
@@ -44,13 +52,19 @@ export class Fabric {
   readonly catalog: ModelCatalog;
   readonly #llm: LlmBackends;
 
-  constructor(config: FabricConfig) {
+  constructor(config: FabricConfig, options: FabricOptions = {}) {
     this.config = config;
     this.registry = new ConfigRegistry({
       specialists: config.specialists,
       baseDir: config.baseDir,
       builtins: BUILTIN_PACKS,
       settings: { searxngUrl: config.search.searxng_url },
+      // Attaches a specialist's mcp_servers (a no-op when it has none); pack builders know nothing of it.
+      wrap: createMcpWrap({
+        hostEnv: options.env ?? readEnvironment(),
+        baseDir: config.baseDir,
+        clientVersion: FABRIC_VERSION,
+      }),
     });
     this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
     // LM Studio (servers pooled) and Ollama, probed concurrently, cached, with health-aware routing.

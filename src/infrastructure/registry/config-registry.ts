@@ -20,7 +20,13 @@ export interface ConfigRegistryOptions {
   readonly builtins: BuiltinPacks;
   readonly settings: { readonly searxngUrl: string | undefined };
   /** Wraps a built pack, e.g. to attach MCP servers. Pack builders know nothing of it. */
-  readonly wrap?: (pack: SpecialistPack, name: string, config: SpecialistConfig) => SpecialistPack;
+  readonly wrap?: (
+    pack: SpecialistPack,
+    name: string,
+    config: SpecialistConfig,
+    /** The absolute workspace of this build (MCP servers run there by default). */
+    context: { readonly workspace: string | undefined },
+  ) => SpecialistPack;
 }
 
 /** Builds packs from configuration: `builtin:<name>`, or `./module.ts#exportName` for a custom pack. */
@@ -82,7 +88,10 @@ export class ConfigRegistry implements SpecialistRegistry {
           '(an object with name, systemPrompt, finish, open, tools and close).',
       );
     }
-    return this.#options.wrap ? this.#options.wrap(pack, name, config) : pack;
+    if (!this.#options.wrap) return pack;
+    return this.#options.wrap(pack, name, config, {
+      workspace: workspace === undefined ? undefined : resolve(workspace),
+    });
   }
 
   async #builder(name: string, ref: string): Promise<PackBuilder> {

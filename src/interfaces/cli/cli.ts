@@ -36,6 +36,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'the control plane: migrate, sync runlogs, export usage and health',
     run: async (argv, io) => (await import('./commands/control.ts')).controlCommand(argv, io),
   },
+  mcp: {
+    summary: 'serve the fabric as an MCP server on stdio (run_task, list_specialists, ...)',
+    run: async (argv, io) => (await import('./commands/mcp.ts')).mcpCommand(argv, io),
+  },
 };
 
 function mainHelp(): string {

@@ -1,0 +1,98 @@
+import process from 'node:process';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { loadConfig } from '../../../config/load.ts';
+import { Fabric } from '../../compose.ts';
+import { type FabricMcpServices, createFabricMcpServer } from '../../mcp/fabric-mcp-server.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const MCP_HELP = `Usage: fabric mcp [--config FILE]
+
+Serves the fabric as an MCP server over stdio, so any MCP client (Claude Desktop, an IDE, an
+agent) can use its specialists. stdout carries only MCP messages; diagnostics go to stderr.
+
+Tools:
+  run_task          run a task with a specialist (specialist, task, workspace?, model?,
+                    max_steps?); returns the RunResult, with a progress notification per step
+                    and tool call when the request has a progressToken; cancelling cancels the run
+  list_specialists  the configured specialists
+  get_run           a run's summary from its runlog (run_id)
+  list_models       what every configured backend has
+
+Options:
+  -c, --config FILE   the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+  -h, --help          show this help
+
+Add it to an MCP client's configuration (Claude Desktop: claude_desktop_config.json; most
+clients take the same "mcpServers" shape):
+
+  {
+    "mcpServers": {
+      "agent-fabric": {
+        "command": "npx",
+        "args": ["fabric", "mcp", "--config", "/path/to/fabric.yaml"],
+        "env": {
+          "LM_STUDIO_URL": "http://localhost:1234",
+          "OLLAMA_HOST": "http://localhost:11434",
+          "FABRIC_RUNS_DIR": "/path/to/runs"
+        }
+      }
+    }
+  }
+
+npx must find the package: run it from a project that has agent-fabric installed (set "cwd"
+if your client supports it), or use "command": "node" with "args":
+["/path/to/agent-fabric/bin/fabric.mjs", "mcp"]. Relative paths (runs_dir, workspaces) are
+resolved against the server's working directory, so prefer absolute ones.
+`;
+
+/** `fabric mcp`: the fabric as an MCP server on stdio, until stdin closes or the process is told to stop. */
+export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values } = parseCommandArgs('mcp', argv, {
+    config: { type: 'string', short: 'c' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(MCP_HELP);
+    return EXIT.ok;
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const fabric = new Fabric(config, { env: io.env });
+  // Runs in flight when the client goes away are cancelled by the SDK; they are awaited so that
+  // each one closes its pack (MCP subprocesses) and writes its run_end before the process exits.
+  const inflight = new Set<Promise<unknown>>();
+  const services: FabricMcpServices = {
+    registry: fabric.registry,
+    runLogStore: fabric.runLogStore,
+    catalog: fabric.catalog,
+    run: (request) => {
+      const run = fabric.run(request);
+      inflight.add(run);
+      run.then(
+        () => inflight.delete(run),
+        () => inflight.delete(run),
+      );
+      return run;
+    },
+  };
+  const server = createFabricMcpServer(services, {
+    log: (line) => io.stderr.write(`fabric mcp: ${line}\n`),
+  });
+  // stdio is the protocol's, so the real process streams are used, not io.stdout.
+  const transport = new StdioServerTransport(process.stdin, process.stdout);
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+  });
+  const stop = () => {
+    server.close().catch(() => {});
+  };
+  io.signal.addEventListener('abort', stop, { once: true });
+  // The SDK's transport does not notice the client closing stdin; that is how clients say goodbye.
+  process.stdin.once('end', stop);
+  await server.connect(transport);
+  io.stderr.write(`fabric mcp: serving ${config.source} on stdio\n`);
+  await closed;
+  await Promise.allSettled([...inflight]);
+  io.signal.removeEventListener('abort', stop);
+  return EXIT.ok;
+}

@@ -1,0 +1,141 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  type CallToolResult,
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type ServerNotification,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ModelCatalog, RunLogStore, SpecialistRegistry } from '../../application/ports.ts';
+import { errorMessage } from '../../domain/errors.ts';
+import type { RunResult } from '../../domain/run-result.ts';
+import { validateWith } from '../../infrastructure/packs/define-tool.ts';
+import type { RunRequest } from '../compose.ts';
+import { FABRIC_VERSION } from '../version.ts';
+import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';
+import { progressObserver } from './run-progress.ts';
+import { summarizeRun } from './run-summary.ts';
+
+/** What the MCP server uses of the fabric (a `Fabric` satisfies it). */
+export interface FabricMcpServices {
+  run(request: RunRequest): Promise<RunResult>;
+  readonly registry: Pick<SpecialistRegistry, 'list'>;
+  readonly runLogStore: Pick<RunLogStore, 'read'>;
+  readonly catalog: ModelCatalog;
+}
+
+export interface FabricMcpServerOptions {
+  /** Diagnostics (runs started and ended); never stdout, which belongs to the protocol on stdio. */
+  readonly log?: (line: string) => void;
+}
+
+type Notify = (notification: ServerNotification) => Promise<void>;
+
+/**
+ * The fabric as an MCP server: `run_task`, `list_specialists`, `get_run`, `list_models`.
+ * Transport-agnostic: `fabric mcp` connects it to stdio, and an HTTP API can mount the same
+ * server over streamable HTTP. The low-level `Server` is used because the tools' schemas are
+ * JSON schemas derived from valibot, not zod.
+ */
+export function createFabricMcpServer(
+  fabric: FabricMcpServices,
+  options: FabricMcpServerOptions = {},
+): Server {
+  const log = options.log ?? (() => {});
+  const server = new Server(
+    { name: 'agent-fabric', version: FABRIC_VERSION },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        'agent-fabric runs tasks with specialist agents on local models. Call list_specialists, then run_task with a specialist and a task; get_run reads a finished run back.',
+    },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: FABRIC_TOOLS as unknown as Tool[] }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const args = request.params.arguments ?? {};
+    try {
+      switch (request.params.name) {
+        case 'run_task':
+          return await runTask(fabric, args, {
+            signal: extra.signal,
+            progressToken: request.params._meta?.progressToken,
+            notify: extra.sendNotification,
+            log,
+          });
+        case 'list_specialists':
+          return structured({ specialists: fabric.registry.list() });
+        case 'get_run': {
+          const input = validateWith(GetRunInput, args);
+          if (!input.ok) return failure(`Invalid arguments for get_run: ${input.message}.`);
+          return structured(summarizeRun(await fabric.runLogStore.read(input.value.run_id)));
+        }
+        case 'list_models':
+          return structured({ backends: await fabric.catalog.probe(extra.signal) });
+        default:
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `Unknown tool "${request.params.name}". Tools: ${FABRIC_TOOLS.map((tool) => tool.name).join(', ')}.`,
+          );
+      }
+    } catch (error) {
+      if (error instanceof McpError) throw error;
+      // Expected failures (unknown specialist, no model, unknown run) are tool errors the caller can read.
+      return failure(errorMessage(error));
+    }
+  });
+  return server;
+}
+
+async function runTask(
+  fabric: FabricMcpServices,
+  args: Record<string, unknown>,
+  context: {
+    signal: AbortSignal;
+    progressToken: string | number | undefined;
+    notify: Notify;
+    log: (line: string) => void;
+  },
+): Promise<CallToolResult> {
+  const input = validateWith(RunTaskInput, args);
+  if (!input.ok) return failure(`Invalid arguments for run_task: ${input.message}.`);
+  const { specialist, task, workspace, model, max_steps } = input.value;
+  let progress = 0;
+  const report = (message: string): void => {
+    const { progressToken } = context;
+    if (progressToken === undefined) return;
+    progress += 1;
+    context
+      .notify({ method: 'notifications/progress', params: { progressToken, progress, message } })
+      .catch(() => {});
+  };
+  context.log(`run_task: ${specialist}: ${task.length > 80 ? `${task.slice(0, 80)}…` : task}`);
+  const result = await fabric.run({
+    specialist,
+    task,
+    workspace,
+    model,
+    maxSteps: max_steps,
+    observers: [progressObserver(report)],
+    signal: context.signal,
+    onModelChosen: (choice) => report(`model: ${choice.model.id} (${choice.reason})`),
+    onNotice: (message) => context.log(message),
+  });
+  context.log(`run ${result.run_id} ${result.status} (${result.steps} steps): ${result.runlog}`);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],
+    structuredContent: { ...result },
+  };
+}
+
+function structured(value: object): CallToolResult {
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+    structuredContent: { ...value } as Record<string, unknown>,
+  };
+}
+
+function failure(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}

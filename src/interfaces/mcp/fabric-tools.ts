@@ -1,0 +1,82 @@
+import * as v from 'valibot';
+import type { JsonSchema } from '../../domain/messages.ts';
+import { jsonSchemaOf } from '../../infrastructure/packs/define-tool.ts';
+
+/** The input of `run_task`. */
+export const RunTaskInput = v.object({
+  specialist: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.description('the specialist to use (see list_specialists)'),
+  ),
+  task: v.pipe(v.string(), v.minLength(1), v.description('what the specialist should do')),
+  workspace: v.optional(
+    v.pipe(v.string(), v.minLength(1), v.description("the workspace directory (default: the specialist's)")),
+  ),
+  model: v.optional(
+    v.pipe(v.string(), v.minLength(1), v.description('a model id or alias (default: the best available)')),
+  ),
+  max_steps: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(1), v.description('stop after this many model turns')),
+  ),
+});
+
+/** The input of `get_run`. */
+export const GetRunInput = v.object({
+  run_id: v.pipe(v.string(), v.minLength(1), v.description('a run id, as run_task returns it')),
+});
+
+const NoInput = v.object({});
+
+const nullable = (type: string) => ({ type: [type, 'null'] });
+
+/** The RunResult, as `run_task` returns it in structured content. */
+const RUN_RESULT_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    run_id: { type: 'string' },
+    status: { type: 'string', enum: ['succeeded', 'failed', 'max_steps', 'cancelled'] },
+    payload: nullable('object'),
+    error: nullable('object'),
+    model: { type: 'string' },
+    backend: { type: 'string' },
+    steps: { type: 'integer' },
+    usage: { type: 'object' },
+    runlog: { type: 'string' },
+  },
+  required: ['run_id', 'status', 'payload', 'error', 'model', 'backend', 'steps', 'usage', 'runlog'],
+};
+
+/** What `tools/list` answers: the fabric's four tools, with JSON schemas derived from valibot. */
+export const FABRIC_TOOLS = [
+  {
+    name: 'run_task',
+    title: 'Run a task with a specialist',
+    description:
+      "Runs a task with one of the fabric's specialists on a local model (LM Studio or Ollama) until it calls finish_task, and returns the RunResult (status, payload, steps, usage, runlog). Sends a progress notification per step and tool call when the request carries a progressToken. Cancelling the request cancels the run.",
+    inputSchema: jsonSchemaOf(RunTaskInput),
+    outputSchema: RUN_RESULT_SCHEMA,
+  },
+  {
+    name: 'list_specialists',
+    title: 'List the specialists',
+    description: 'Lists the configured specialists: name, description, pack builder, model, workspace.',
+    inputSchema: jsonSchemaOf(NoInput),
+  },
+  {
+    name: 'get_run',
+    title: 'Get a run',
+    description:
+      'Summarises a past or running run from its runlog: status, payload, error, model, steps, usage, the task it was given.',
+    inputSchema: jsonSchemaOf(GetRunInput),
+  },
+  {
+    name: 'list_models',
+    title: 'List the models',
+    description:
+      'Asks every configured backend (LM Studio, Ollama) what models it has, with their state and tool support.',
+    inputSchema: jsonSchemaOf(NoInput),
+  },
+] as const;
+
+export type FabricToolName = (typeof FABRIC_TOOLS)[number]['name'];
