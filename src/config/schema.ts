@@ -24,6 +24,10 @@ export const SandboxSchema = v.strictObject({
   output_limit_bytes: v.optional(positiveInt, 64 * 1024),
   /** When bubblewrap is missing: `refuse` every command, or run with the argv policy only. */
   when_no_os_sandbox: v.optional(v.picklist(['refuse', 'argv_policy_only']), 'argv_policy_only'),
+  /** Run the specialist's stdio MCP servers inside the same OS sandbox as `shell`. */
+  mcp: v.optional(v.boolean(), false),
+  /** Extra directories a sandboxed MCP server may read (e.g. where it is installed). */
+  read_only_paths: v.optional(v.array(nonEmpty), []),
 });
 
 export const SpecialistSchema = v.strictObject({

@@ -91,6 +91,8 @@ export interface BwrapLayout {
   readonly network: boolean;
   /** Existing files and directories of the workspace mounted read-only over the writable bind. */
   readonly readOnlyInWorkspace: readonly string[];
+  /** Directories outside the workspace the command may read (an MCP server's installation). */
+  readonly readOnlyPaths?: readonly string[];
 }
 
 /** System files a compiler, linker and resolver read; none of them holds a secret. */
@@ -171,6 +173,7 @@ export async function bwrapArgs(
       }
     }
   }
+  for (const entry of layout.readOnlyPaths ?? []) args.push('--ro-bind', entry, entry);
   args.push('--bind', layout.root, layout.root);
   for (const entry of layout.readOnlyInWorkspace) args.push('--ro-bind', entry, entry);
   args.push('--chdir', layout.root, '--', ...argv);

@@ -33,6 +33,8 @@ export async function rustPack(
       network: false,
       output_limit_bytes: 64 * 1024,
       when_no_os_sandbox: 'argv_policy_only',
+      mcp: false,
+      read_only_paths: [],
       ...sandbox,
     },
   };
