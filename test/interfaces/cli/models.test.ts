@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { runCli } from '../../../src/interfaces/cli/cli.ts';
+import { runFabricInProcess } from '../../support/fabric-cli.ts';
 import { closedPortUrl, fake, stopFakesAfterEach } from '../../infrastructure/llm/llm-test-kit.ts';
 
 stopFakesAfterEach();
@@ -27,16 +27,7 @@ async function fabric(args: string[], env: Record<string, string>) {
       specialists: { dev: { builder: 'builtin:rust', model: 'coder' } },
     }),
   );
-  let stdout = '';
-  let stderr = '';
-  const exitCode = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    env: { NO_COLOR: '1', ...env },
-    cwd,
-    signal: new AbortController().signal,
-  });
-  return { exitCode, stdout, stderr };
+  return runFabricInProcess(args, { env: { NO_COLOR: '1', ...env }, cwd });
 }
 
 describe('fabric models', () => {
