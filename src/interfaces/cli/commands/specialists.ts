@@ -1,5 +1,6 @@
 import { loadConfig } from '../../../config/load.ts';
-import { Fabric } from '../../compose.ts';
+import { ConfigRegistry } from '../../../infrastructure/registry/config-registry.ts';
+import { BUILTIN_PACKS } from '../../../infrastructure/registry/builtin-packs.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -21,7 +22,13 @@ export async function specialistsCommand(argv: readonly string[], io: CliIo): Pr
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const list = new Fabric(config).registry.list();
+  // The registry alone: listing needs no model backend, MCP or control plane (and starts faster).
+  const list = new ConfigRegistry({
+    specialists: config.specialists,
+    baseDir: config.baseDir,
+    builtins: BUILTIN_PACKS,
+    settings: { searxngUrl: config.search.searxng_url },
+  }).list();
   if (values.json) {
     io.stdout.write(`${JSON.stringify({ config: config.source, specialists: list })}\n`);
     return EXIT.ok;
