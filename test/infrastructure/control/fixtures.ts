@@ -1,9 +1,7 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Clock } from '../../../src/application/ports.ts';
 import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
+import { tempDir } from '../../support/temp-dirs.ts';
 
 /** A clock that moves `stepMs` forward at every reading, so each line has its own time. */
 export function steppingClock(start: string, stepMs = 1_000): Clock {
@@ -18,7 +16,7 @@ export function steppingClock(start: string, stepMs = 1_000): Clock {
 }
 
 export async function tempRunsDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'fabric-control-'));
+  return tempDir('fabric-control-');
 }
 
 /** Writes a real runlog through the file store and returns its lines as written. */

@@ -1,11 +1,11 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../../src/config/load.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
 import { ConfigRegistry } from '../../../src/infrastructure/registry/config-registry.ts';
 import { ROOT } from '../../support/fabric-cli.ts';
+import { tempDir } from '../../support/temp-dirs.ts';
 
 async function registryFor(specialists: Record<string, unknown>, baseDir = ROOT) {
   const config = await buildConfig({ specialists }, join(baseDir, 'fabric.yaml'), {}, baseDir);
@@ -56,7 +56,7 @@ describe('ConfigRegistry', () => {
   });
 
   it('rejects an unknown builtin and a builder that returns no pack', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'fabric-registry-'));
+    const dir = await tempDir('fabric-registry-');
     await writeFile(join(dir, 'bad.mjs'), 'export const make = () => ({ name: "half" });\n');
     const registry = await registryFor(
       { a: { builder: 'builtin:nope' }, b: { builder: './bad.mjs#make' } },

@@ -1,12 +1,12 @@
-import { appendFile, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { FabricError } from '../../../src/domain/errors.ts';
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
+import { tempDir } from '../../support/temp-dirs.ts';
 import { runLogStoreContract } from './run-log-store-contract.ts';
 
-const tempRuns = () => mkdtemp(join(tmpdir(), 'fabric-runs-'));
+const tempRuns = () => tempDir('fabric-runs-');
 
 runLogStoreContract('FileRunLogStore', async () => new FileRunLogStore(await tempRuns()));
 
