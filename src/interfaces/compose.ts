@@ -32,6 +32,8 @@ export interface RunRequest {
   readonly maxSteps?: number | undefined;
   readonly observers?: readonly RunObserver[];
   readonly signal: AbortSignal;
+  /** The run id to use, for callers that must know it before the run starts (the HTTP API). */
+  readonly runId?: string | undefined;
   /** Told which model was chosen and why, before the run starts. */
   readonly onModelChosen?: (choice: ModelChoice) => void;
   /** Told about trouble that does not stop the run (the control database is off). */
@@ -147,6 +149,7 @@ export class Fabric {
       fabricVersion: FABRIC_VERSION,
       clock: systemClock,
       signal: request.signal,
+      ...(request.runId === undefined ? {} : { runId: request.runId }),
     });
   }
 }

@@ -40,6 +40,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'serve the fabric as an MCP server on stdio (run_task, list_specialists, ...)',
     run: async (argv, io) => (await import('./commands/mcp.ts')).mcpCommand(argv, io),
   },
+  serve: {
+    summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
+    run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),
+  },
 };
 
 function mainHelp(): string {

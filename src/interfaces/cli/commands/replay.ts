@@ -1,22 +1,11 @@
-import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { basename, join, relative, resolve } from 'node:path';
-import {
-  type ReplayComparison,
-  compareReplay,
-  replayNormalizer,
-} from '../../../application/compare-replay.ts';
-import { executeTask } from '../../../application/execute-task.ts';
+import { resolve } from 'node:path';
+import type { ReplayComparison } from '../../../application/compare-replay.ts';
 import type { RunLogContents } from '../../../application/ports.ts';
-import { ReplayChatClient } from '../../../application/replay-chat-client.ts';
 import { type Timeline, type TimelineTone, buildTimeline } from '../../../application/replay-timeline.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import type { RunEvent } from '../../../domain/run-events.ts';
-import { MemoryRunLogStore } from '../../../infrastructure/runlog/memory-run-log-store.ts';
-import { systemClock } from '../../../infrastructure/runlog/stamp.ts';
 import { Fabric } from '../../compose.ts';
-import { FABRIC_VERSION } from '../../version.ts';
+import { type ReplaySummary, replayExecute, runStartOf } from '../../replay-run.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -88,39 +77,28 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
     else io.stdout.write(renderTimeline(timeline, run.location, style));
     return EXIT.ok;
   }
-  const source = values.workspace ?? runStart(run).workspace;
-  const copy = source === null ? null : await copyWorkspace(resolve(io.cwd, source));
-  try {
-    const replay = await reExecute(fabric, run, copy?.workspace ?? null, io);
-    if (io.signal.aborted) {
-      io.stderr.write('fabric replay: cancelled; nothing was compared.\n');
-      return EXIT.cancelled;
-    }
-    const comparison = compareReplay(
-      run.events,
-      replay.events,
-      replayNormalizer({
-        original: { workspace: runStart(run).workspace, runId: run.runId },
-        replayed: { workspace: copy?.workspace ?? null, runId: replay.runId },
-      }),
-    );
-    if (values.json) {
-      const workspace = {
-        source: source === null ? null : resolve(io.cwd, source),
-        copy: copy?.workspace ?? null,
-        kept: Boolean(values.keep && copy),
-      };
-      const { runId: run_id, location: runlog, torn } = run;
-      const report = { run_id, runlog, torn, ...comparison, replay: replay.summary, workspace };
-      io.stdout.write(`${JSON.stringify(report)}\n`);
-    } else {
-      io.stdout.write(renderComparison(comparison, run, replay.summary, style));
-      if (values.keep && copy) io.stdout.write(`workspace copy kept at ${copy.workspace}\n`);
-    }
-    return comparison.identical ? EXIT.ok : EXIT.runFailed;
-  } finally {
-    if (copy && !values.keep) await rm(copy.dir, { recursive: true, force: true });
+  const source = values.workspace ?? runStartOf(run).workspace;
+  const report = await replayExecute(fabric, run, {
+    source: source === null ? null : resolve(io.cwd, source),
+    keep: Boolean(values.keep),
+    observers: [new ProgressReporter(io.stderr, styleFor(io.stderr, io.env))],
+    signal: io.signal,
+  });
+  if (report.cancelled) {
+    io.stderr.write('fabric replay: cancelled; nothing was compared.\n');
+    return EXIT.cancelled;
   }
+  const { comparison } = report;
+  if (values.json) {
+    const { runId: run_id, location: runlog, torn } = run;
+    io.stdout.write(
+      `${JSON.stringify({ run_id, runlog, torn, ...comparison, replay: report.replay, workspace: report.workspace })}\n`,
+    );
+  } else {
+    io.stdout.write(renderComparison(comparison, run, report.replay, style));
+    if (report.workspace.kept) io.stdout.write(`workspace copy kept at ${report.workspace.copy}\n`);
+  }
+  return comparison.identical ? EXIT.ok : EXIT.runFailed;
 }
 
 async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
@@ -132,77 +110,6 @@ async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
       throw new FabricError('usage', error.message, { cause: error });
     throw error;
   }
-}
-
-function runStart(run: RunLogContents): Extract<RunEvent, { kind: 'run_start' }> {
-  const start = run.events.find((event) => event.kind === 'run_start');
-  if (start?.kind !== 'run_start')
-    throw new FabricError('usage', `${run.location} has no run_start line, so it cannot be re-run.`);
-  return start;
-}
-
-/** Copies everything but `target/` into a new temp directory, under the workspace's own name. */
-async function copyWorkspace(source: string): Promise<{ dir: string; workspace: string }> {
-  const info = await stat(source).catch(() => undefined);
-  if (!info?.isDirectory())
-    throw new FabricError('usage', `The workspace ${source} is not a directory; pass --workspace DIR.`);
-  const dir = await mkdtemp(join(tmpdir(), 'fabric-replay-'));
-  const workspace = join(dir, basename(source));
-  await cp(source, workspace, {
-    recursive: true,
-    verbatimSymlinks: true,
-    filter: (path) => relative(source, path) !== 'target',
-  });
-  return { dir, workspace };
-}
-
-type ReplaySummary = Awaited<ReturnType<typeof reExecute>>['summary'];
-
-async function reExecute(fabric: Fabric, run: RunLogContents, workspace: string | null, io: CliIo) {
-  const start = runStart(run);
-  const pack = await fabric.registry.getPack(start.specialist, workspace === null ? {} : { workspace });
-  const chat = new ReplayChatClient(run.events);
-  const store = new MemoryRunLogStore();
-  const has = (kind: RunEvent['kind']) => run.events.some((event) => event.kind === kind);
-  const result = await executeTask({
-    specialist: start.specialist,
-    task: start.task,
-    pack,
-    chat,
-    model: { id: start.model, backend: `replay of ${start.backend}` },
-    runLogStore: store,
-    observers: [new ProgressReporter(io.stderr, styleFor(io.stderr, io.env))],
-    limits: {
-      maxSteps: start.max_steps,
-      budgetMs: start.budget_s * 1000,
-      // The run's setting is not logged; what it did shows it, else the current config decides.
-      recoverTextToolCalls: has('tool_call_recovered')
-        ? true
-        : has('text_fallback')
-          ? false
-          : fabric.config.loop.recover_text_tool_calls,
-    },
-    workspace,
-    configDigest: fabric.config.digest,
-    fabricVersion: FABRIC_VERSION,
-    clock: systemClock,
-    signal: io.signal,
-    runId: `${run.runId}.replay`,
-  });
-  const events = (await store.read(result.run_id)).events;
-  return {
-    runId: result.run_id,
-    events,
-    summary: {
-      run_id: result.run_id,
-      status: result.status,
-      error: result.error,
-      steps: result.steps,
-      events: events.length,
-      turns_recorded: chat.recorded,
-      turns_used: chat.used,
-    },
-  };
 }
 
 function renderTimeline(timeline: Timeline, location: string, s: Style): string {

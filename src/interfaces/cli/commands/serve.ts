@@ -1,0 +1,93 @@
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { Fabric } from '../../compose.ts';
+import { createApp } from '../../http/app.ts';
+import { isLoopbackHost } from '../../http/auth.ts';
+import { RunHub } from '../../http/run-hub.ts';
+import { listen } from '../../http/serve.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const SERVE_HELP = `Usage: fabric serve [--host 127.0.0.1] [--port 8787] [--config FILE]
+
+Serves the HTTP API (docs/http-api.md) until Ctrl-C or SIGTERM, which cancel the runs in
+progress and wait for each to write its run_end. The URL it listens on goes to stderr.
+
+Routes (JSON; errors are { "error": { "code", "message" } }):
+  POST /v1/runs                 start a run: { specialist, task, workspace?, model?, max_steps? } → 202
+  GET  /v1/runs                 list runs, newest first (?limit=N, default 20)
+  GET  /v1/runs/:id             a run: live status, or its result once ended
+  GET  /v1/runs/:id/events      its runlog events as Server-Sent Events (resumable: Last-Event-ID)
+  GET  /v1/runs/:id/runlog      its runlog.jsonl (application/x-ndjson)
+  POST /v1/runs/:id/cancel      cancel a run in progress (409 when it has ended)
+  POST /v1/runs/:id/replay      its timeline, or { "execute": true, workspace? } to re-run and compare
+  GET  /v1/specialists          the configured specialists
+  GET  /v1/models               every backend's models, and the model each specialist would use
+  GET  /v1/health               the model backends' state (open without the token)
+  GET  /v1/lm-indicator         the LM indicator (offline | healthy | degraded)
+  GET  /v1/exports/:name        lm_usage_7d | lm_health_7d | lm_insights_7d | lm_indicator
+  *    /mcp                     the MCP server of \`fabric mcp\`, over streamable HTTP (stateless)
+
+Auth: with a token (FABRIC_API_TOKEN, or api.token in the config) every route but GET /v1/health
+needs "Authorization: Bearer <token>". A token is required to listen beyond loopback: without
+one, --host 0.0.0.0 (or any non-loopback address) refuses to start.
+
+Options:
+      --host HOST       the address to listen on (default 127.0.0.1)
+  -p, --port PORT       the port (default 8787; 0 picks a free one)
+  -c, --config FILE     the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+  -h, --help            show this help
+
+Exit codes: 0 stopped cleanly · 2 usage or config error (or no token beyond loopback)
+`;
+
+/** `fabric serve`: the HTTP API, until `io.signal` aborts. */
+export async function serveCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('serve', argv, {
+    host: { type: 'string' },
+    port: { type: 'string', short: 'p' },
+    config: { type: 'string', short: 'c' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(SERVE_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0)
+    throw new FabricError('usage', `fabric serve takes no arguments (got "${positionals.join(' ')}").`);
+  const host = values.host ?? '127.0.0.1';
+  const port = portOf(values.port ?? '8787');
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const token = config.api.token;
+  const requireToken = !isLoopbackHost(host);
+  if (requireToken && token === undefined) {
+    throw new FabricError(
+      'usage',
+      `Refusing to listen on ${host} without a bearer token: anyone who can reach it could run tools on this machine. ` +
+        'Set FABRIC_API_TOKEN (or api.token in the config), or listen on 127.0.0.1.',
+    );
+  }
+  const log = (line: string) => io.stderr.write(`fabric serve: ${line}\n`);
+  const fabric = new Fabric(config, { env: io.env });
+  const hub = new RunHub(fabric);
+  const app = createApp({ fabric, token, requireToken, hub, log });
+  const server = await listen(app.fetch, { host, port });
+  log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
+  await new Promise<void>((resolve) => {
+    if (io.signal.aborted) resolve();
+    else io.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  const live = hub.list().length;
+  log(`stopping${live > 0 ? `: cancelling ${live} run(s) in progress` : ''}`);
+  await hub.close();
+  await server.close();
+  log('stopped');
+  return EXIT.ok;
+}
+
+function portOf(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new FabricError('usage', `--port takes a port number from 0 to 65535, not "${value}".`);
+  return port;
+}

@@ -1,0 +1,71 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { FabricError } from '../../domain/errors.ts';
+import type { Fabric } from '../compose.ts';
+import { ApiError, errorBodyOf } from './api-error.ts';
+import { type AuthVariables, bearerAuth, originGuard } from './auth.ts';
+import { mcpHandler } from './mcp-route.ts';
+import { RunHub } from './run-hub.ts';
+import { infoRoutes } from './routes-info.ts';
+import { runRoutes } from './routes-runs.ts';
+import { httpStatusFor } from './status.ts';
+
+// A task is prose, not a data set; this bounds what one request can make the server hold.
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** What the HTTP API is built from. */
+export interface AppDeps {
+  readonly fabric: Fabric;
+  /** The bearer token every route but `GET /v1/health` requires; none: no auth (loopback only). */
+  readonly token?: string | undefined;
+  /** True when the server listens beyond loopback: a token is then mandatory. */
+  readonly requireToken: boolean;
+  /** The live runs; the server passes its own so that it can cancel them on shutdown. */
+  readonly hub?: RunHub | undefined;
+  /** Diagnostics (runs started and ended, unexpected errors). */
+  readonly log?: ((line: string) => void) | undefined;
+}
+
+/** The HTTP API as a Hono app (SPEC §8). It never listens: `serve.ts` does, or `app.request()` in tests. */
+export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
+  if (deps.requireToken && deps.token === undefined) {
+    throw new FabricError(
+      'usage',
+      'Listening beyond loopback needs a bearer token: set FABRIC_API_TOKEN (or api.token in the config), or use --host 127.0.0.1.',
+    );
+  }
+  const log = deps.log ?? (() => {});
+  const hub = deps.hub ?? new RunHub(deps.fabric);
+  const app = new Hono<{ Variables: AuthVariables }>();
+
+  app.onError((error, c) => {
+    const body = errorBodyOf(error);
+    const status = httpStatusFor(body.error.code);
+    if (status >= 500 && !(error instanceof FabricError))
+      log(`${c.req.method} ${c.req.path}: ${String(error)}`);
+    return c.json(body, status);
+  });
+  app.notFound((c) =>
+    c.json(
+      errorBodyOf(new ApiError('not_found', `No route ${c.req.method} ${c.req.path}. See docs/http-api.md.`)),
+      404,
+    ),
+  );
+
+  // A server on loopback is reachable by web pages too; without a token, Host and Origin are its guard.
+  app.use('*', originGuard(!deps.requireToken));
+  app.use('*', bearerAuth(deps.token));
+  app.use(
+    '/v1/*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError('payload_too_large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+      },
+    }),
+  );
+  app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
+  app.route('/v1', infoRoutes(deps.fabric));
+  app.all('/mcp', mcpHandler(deps.fabric, hub, log));
+  return app;
+}

@@ -1,0 +1,111 @@
+import { Hono } from 'hono';
+import type { BackendProbe } from '../../application/ports.ts';
+import { type ModelChoice, isCandidate, resolveModel } from '../../application/resolve-model.ts';
+import { FabricError } from '../../domain/errors.ts';
+import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
+import type { Fabric } from '../compose.ts';
+import { controlStoreFor } from '../control-plane.ts';
+import { ApiError } from './api-error.ts';
+import type { AuthVariables } from './auth.ts';
+
+const EXPORT_NAMES = ['lm_usage_7d', 'lm_health_7d', 'lm_insights_7d', 'lm_indicator'] as const;
+
+/** `/v1`: specialists, models, health, the LM indicator and the control-plane exports. */
+export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
+  const app = new Hono<{ Variables: AuthVariables }>();
+
+  app.get('/specialists', (c) => c.json({ specialists: fabric.registry.list() }));
+
+  app.get('/models', async (c) => {
+    const probes = await fabric.catalog.probe(c.req.raw.signal);
+    // Choosing is a pure function of the probes, so every specialist's choice costs nothing more.
+    const chosen: Record<string, unknown> = {};
+    for (const { name } of fabric.registry.list()) chosen[name] = chooseFor(fabric, probes, name);
+    return c.json({ backends: probes.map(backendJson), chosen });
+  });
+
+  app.get('/health', async (c) => {
+    const probes = await fabric.catalog.probe(c.req.raw.signal);
+    const backends = probes.map(healthJson);
+    const usable = backends.some((backend) => backend.usable);
+    // Open without the token (for load balancers and probes), but the backends' addresses are not.
+    if (!c.get('authorized')) return c.json({ ok: true, usable });
+    return c.json({ ok: true, usable, backends });
+  });
+
+  app.get('/lm-indicator', async (c) => c.json((await exportsOf(fabric)).lm_indicator));
+
+  app.get('/exports/:name', async (c) => {
+    const name = c.req.param('name');
+    const known = EXPORT_NAMES.find((candidate) => candidate === name);
+    if (known === undefined)
+      throw new ApiError('not_found', `No export "${name}". Exports: ${EXPORT_NAMES.join(', ')}.`);
+    return c.json((await exportsOf(fabric))[known]);
+  });
+
+  return app;
+}
+
+/** The exports from the control store; `db_off` documents when the database is off or disabled. */
+async function exportsOf(fabric: Fabric): Promise<ControlExports> {
+  const store = controlStoreFor(fabric.config);
+  try {
+    return await buildExports(store);
+  } finally {
+    await store?.close().catch(() => {});
+  }
+}
+
+function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: string) {
+  const alias = (name: string | undefined) =>
+    name === undefined ? undefined : (fabric.config.llm.models[name] ?? name);
+  try {
+    const choice: ModelChoice = resolveModel(probes, {
+      flagModel: undefined,
+      configuredModel: alias(fabric.registry.config(specialist).model),
+    });
+    return {
+      id: choice.model.id,
+      backend: choice.model.backend,
+      base_url: choice.model.baseUrl,
+      reason: choice.reason,
+    };
+  } catch (error) {
+    if (error instanceof FabricError) return { error: { code: error.code, message: error.message } };
+    throw error;
+  }
+}
+
+function backendJson(probe: BackendProbe) {
+  return {
+    backend: probe.backend,
+    base_url: probe.baseUrl,
+    ok: probe.ok,
+    latency_ms: probe.latencyMs,
+    error: probe.error ?? null,
+    models: probe.models.map((model) => ({
+      id: model.id,
+      type: model.type,
+      tool_use: model.toolUse ?? null,
+      loaded: model.loaded ?? null,
+      params_b: model.paramsB ?? null,
+      context_length: model.contextLength ?? null,
+      max_context_length: model.maxContextLength ?? null,
+    })),
+  };
+}
+
+/** A backend as `fabric health lm --json` shows it. */
+function healthJson(probe: BackendProbe) {
+  const usableModels = probe.models.filter(isCandidate).length;
+  return {
+    backend: probe.backend,
+    base_url: probe.baseUrl,
+    state: probe.ok ? ('up' as const) : ('down' as const),
+    usable: probe.ok && usableModels > 0,
+    latency_ms: probe.latencyMs,
+    models: probe.models.length,
+    usable_models: usableModels,
+    error: probe.error ?? null,
+  };
+}

@@ -1,0 +1,171 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Hono } from 'hono';
+import type { RunLogContents } from '../../application/ports.ts';
+import { buildTimeline } from '../../application/replay-timeline.ts';
+import { FabricError } from '../../domain/errors.ts';
+import type { Fabric } from '../compose.ts';
+import { replayExecute, runStartOf } from '../replay-run.ts';
+import { ApiError } from './api-error.ts';
+import {
+  ReplayBody,
+  StartRunBody,
+  lastEventIdHeader,
+  limitParam,
+  readJson,
+  runIdParam,
+  validateBody,
+} from './bodies.ts';
+import type { RunHub } from './run-hub.ts';
+import { type RunView, runLinks, runView } from './run-view.ts';
+import { sseResponse } from './sse.ts';
+
+/** What the run routes use. */
+export interface RunRoutesDeps {
+  readonly fabric: Fabric;
+  readonly hub: RunHub;
+  readonly log: (line: string) => void;
+}
+
+/** How long `cancel` waits for the run to record its end before answering `cancelling`. */
+const CANCEL_WAIT_MS = 10_000;
+
+/** `/v1/runs`: start, list, show, stream, download, cancel and replay runs. */
+export function runRoutes({ fabric, hub, log }: RunRoutesDeps): Hono {
+  const store = fabric.runLogStore;
+  const app = new Hono();
+
+  /** The run with this id: live in this server, else from its runlog. */
+  const viewOf = async (id: string): Promise<RunView> => {
+    const live = hub.get(id);
+    if (live) return runView(id, live.events, { runlog: store.pathOf(id), torn: false, live: true });
+    const contents = await store.read(id);
+    return viewOfContents(contents);
+  };
+
+  app.post('/', async (c) => {
+    const body = validateBody(StartRunBody, await readJson(c.req.raw));
+    // Resolves the specialist, the model and the pack before answering, so those errors are the response.
+    const live = await hub.start({
+      specialist: body.specialist,
+      task: body.task,
+      workspace: body.workspace,
+      model: body.model,
+      maxSteps: body.max_steps,
+      onNotice: (message) => log(`control plane: ${message}`),
+    });
+    log(`run ${live.runId} started (${body.specialist})`);
+    void live.settled.then((result) => log(`run ${live.runId} ${result?.status ?? 'failed'}`));
+    const links = runLinks(live.runId);
+    c.header('Location', links.self);
+    return c.json({ run_id: live.runId, status: 'running' as const, links }, 202);
+  });
+
+  app.get('/', async (c) => {
+    const limit = limitParam(c.req.query('limit'), 20, 1000);
+    const ids = [...new Set([...hub.list().map((live) => live.runId), ...(await store.list())])]
+      .sort()
+      .reverse();
+    const runs: RunView[] = [];
+    for (const id of ids) {
+      if (runs.length >= limit) break;
+      try {
+        runs.push(await viewOf(id));
+      } catch {
+        // An unreadable runlog is left out of the list; GET /v1/runs/:id explains it.
+      }
+    }
+    return c.json({ runs });
+  });
+
+  app.get('/:id', async (c) => c.json(await viewOf(runIdParam(c.req.param('id')))));
+
+  app.get('/:id/events', async (c) => {
+    const id = runIdParam(c.req.param('id'));
+    const after = lastEventIdHeader(c.req.header('last-event-id'));
+    if (hub.get(id)) {
+      return sseResponse((send, end) => {
+        const unfollow = hub.follow(id, after, send);
+        if (unfollow === undefined) end();
+        return unfollow;
+      });
+    }
+    // A finished run (or one another process writes): what its runlog has, then the end.
+    const { events } = await store.read(id);
+    return sseResponse((send, end) => {
+      for (const event of events) if (event.seq > after) send(event);
+      end();
+      return undefined;
+    });
+  });
+
+  app.get('/:id/runlog', async (c) => {
+    const id = runIdParam(c.req.param('id'));
+    const path = hub.get(id) ? store.pathOf(id) : (await store.read(id)).location;
+    const text = await readFile(path);
+    return c.body(text, 200, {
+      'content-type': 'application/x-ndjson',
+      'content-disposition': `attachment; filename="${id}.runlog.jsonl"`,
+    });
+  });
+
+  app.post('/:id/cancel', async (c) => {
+    const id = runIdParam(c.req.param('id'));
+    const live = hub.get(id);
+    if (!live) {
+      const view = await viewOf(id);
+      throw new ApiError(
+        'run_not_active',
+        view.status === 'running'
+          ? `Run ${view.run_id} is not running in this server (its runlog has no end: it was killed, or another process runs it).`
+          : `Run ${view.run_id} has already ended (${view.status}).`,
+      );
+    }
+    live.controller.abort(new Error('cancelled through the HTTP API'));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ended = await Promise.race([
+      live.settled.then(() => true),
+      new Promise<false>((done) => {
+        timer = setTimeout(() => done(false), CANCEL_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!ended) return c.json({ run_id: id, status: 'cancelling' as const, links: runLinks(id) }, 202);
+    return c.json(await viewOf(id));
+  });
+
+  app.post('/:id/replay', async (c) => {
+    const id = runIdParam(c.req.param('id'));
+    const body = validateBody(ReplayBody, await readJson(c.req.raw));
+    const run = await store.read(id);
+    if (!body.execute) return c.json({ runlog: run.location, ...buildTimeline(run) });
+    const recorded = runStartOf(run).workspace;
+    const report = await replayExecute(fabric, run, {
+      source: body.workspace ?? (recorded === null ? null : resolve(recorded)),
+      keep: false,
+      observers: [],
+      signal: c.req.raw.signal,
+    });
+    if (report.cancelled)
+      throw new FabricError('run_cancelled', 'The replay was cancelled; nothing was compared.');
+    const { runId: run_id, location: runlog, torn } = run;
+    return c.json({
+      run_id,
+      runlog,
+      torn,
+      ...report.comparison,
+      replay: report.replay,
+      workspace: report.workspace,
+    });
+  });
+
+  return app;
+}
+
+function viewOfContents(contents: RunLogContents): RunView {
+  return runView(contents.runId, contents.events, {
+    runlog: contents.location,
+    torn: contents.torn,
+    live: false,
+  });
+}

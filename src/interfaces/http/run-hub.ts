@@ -1,0 +1,123 @@
+import type { RunObserver } from '../../application/ports.ts';
+import { newRunId } from '../../application/run-id.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
+import type { RunResult } from '../../domain/run-result.ts';
+import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import type { Fabric, RunRequest } from '../compose.ts';
+
+/** A run in progress in this server: its events so far, who follows them, and how to stop it. */
+export interface LiveRun {
+  readonly runId: string;
+  readonly controller: AbortController;
+  /** Every event written so far, in seq order. */
+  readonly events: RunEvent[];
+  readonly subscribers: Set<(event: RunEvent) => void>;
+  /** Settles when the run has ended and its runlog is closed: the result, or null if it never started. */
+  readonly settled: Promise<RunResult | null>;
+}
+
+/** What starting a run takes: a `RunRequest` whose id and cancellation the hub owns. */
+export type HubRunRequest = Omit<RunRequest, 'runId' | 'signal'> & { readonly signal?: AbortSignal };
+
+type RunFabric = Pick<Fabric, 'run'>;
+
+/**
+ * The runs this server has in flight, each a fan-out observer: SSE streams subscribe to it, the
+ * routes read its status, cancel aborts it, and `close` stops them all. A run leaves the hub once
+ * its runlog is complete, after which the runlog is the record.
+ */
+export class RunHub {
+  readonly #fabric: RunFabric;
+  readonly #runs = new Map<string, LiveRun>();
+
+  constructor(fabric: RunFabric) {
+    this.#fabric = fabric;
+  }
+
+  /**
+   * Starts a run and resolves once its runlog has `run_start`, so errors before that (unknown
+   * specialist, no model, a pack that fails to build) reject here instead of ending a run.
+   */
+  async start(request: HubRunRequest): Promise<LiveRun> {
+    let started: () => void = () => {};
+    const hasStarted = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const { live, result } = this.#launch(request, started);
+    await Promise.race([hasStarted, result]);
+    return live;
+  }
+
+  /** Runs to the end (the MCP server's `run_task`); the run is live here while it lasts. */
+  run(request: HubRunRequest): Promise<RunResult> {
+    return this.#launch(request, () => {}).result;
+  }
+
+  /** The live run with this id. */
+  get(runId: string): LiveRun | undefined {
+    return this.#runs.get(runId);
+  }
+
+  /** The live runs, newest first. */
+  list(): LiveRun[] {
+    return [...this.#runs.values()].sort((a, b) => (a.runId < b.runId ? 1 : -1));
+  }
+
+  /**
+   * Sends the events after `afterSeq` to `onEvent`, then each new one as it is written.
+   * Returns how to stop following, or undefined when the run is not live.
+   */
+  follow(runId: string, afterSeq: number, onEvent: (event: RunEvent) => void): (() => void) | undefined {
+    const live = this.#runs.get(runId);
+    if (live === undefined) return undefined;
+    // Backlog and subscription in one synchronous step, so no event falls between them.
+    for (const event of live.events) if (event.seq > afterSeq) onEvent(event);
+    live.subscribers.add(onEvent);
+    return () => live.subscribers.delete(onEvent);
+  }
+
+  /** Cancels every live run and waits until each has written its `run_end`. */
+  async close(reason = 'the server is shutting down'): Promise<void> {
+    const runs = [...this.#runs.values()];
+    for (const live of runs) live.controller.abort(new Error(reason));
+    await Promise.all(runs.map((live) => live.settled));
+  }
+
+  #launch(request: HubRunRequest, onStarted: () => void): { live: LiveRun; result: Promise<RunResult> } {
+    const runId = newRunId(systemClock);
+    const controller = new AbortController();
+    const signal =
+      request.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, request.signal]);
+    const events: RunEvent[] = [];
+    const subscribers = new Set<(event: RunEvent) => void>();
+    const fanOut: RunObserver = {
+      onEvent(event) {
+        events.push(event);
+        if (event.kind === 'run_start') onStarted();
+        for (const subscriber of subscribers) {
+          try {
+            subscriber(event);
+          } catch {
+            // A stream that broke must not stop the others, nor the run.
+          }
+        }
+      },
+      onText() {},
+      onToolCallStarted() {},
+    };
+    const result = this.#fabric.run({
+      ...request,
+      runId,
+      signal,
+      observers: [fanOut, ...(request.observers ?? [])],
+    });
+    const settled = result.then(
+      (value) => value,
+      () => null,
+    );
+    const live: LiveRun = { runId, controller, events, subscribers, settled };
+    this.#runs.set(runId, live);
+    void settled.then(() => this.#runs.delete(runId));
+    return { live, result };
+  }
+}

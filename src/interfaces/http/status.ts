@@ -1,0 +1,41 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ApiErrorCode } from './api-error.ts';
+
+/** The one place error codes become HTTP statuses (the CLI's equivalent is `exit-code.ts`). */
+export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
+  switch (code) {
+    case 'invalid_request':
+    case 'usage':
+      return 400;
+    case 'unauthorized':
+      return 401;
+    case 'forbidden':
+    case 'sandbox_violation':
+      return 403;
+    case 'not_found':
+    case 'specialist_unknown':
+    case 'run_not_found':
+      return 404;
+    case 'run_not_active':
+    case 'run_cancelled':
+      return 409;
+    case 'payload_too_large':
+      return 413;
+    case 'runlog_corrupt':
+      return 422;
+    case 'backend_error':
+    case 'context_overflow':
+      return 502;
+    case 'backend_unavailable':
+    case 'model_not_found':
+    case 'model_lacks_tools':
+      return 503;
+    // The server's own config or a pack it cannot build: nothing the client can change.
+    case 'config_invalid':
+    case 'config_not_found':
+    case 'pack_load_failed':
+    case 'tool_failed':
+    case 'internal':
+      return 500;
+  }
+}
