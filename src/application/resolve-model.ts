@@ -98,13 +98,15 @@ function noModel(probes: readonly BackendProbe[], headline: string): FabricError
     const models = probe.models.map((model) => describeModel(model)).join(', ');
     return `  - ${probe.backend} ${probe.baseUrl}: ${probe.models.length === 0 ? 'no models' : models}`;
   });
-  return new FabricError(
-    'model_not_found',
-    `${headline}\nAsked:\n${lines.join('\n')}\n` +
-      'Load a tool-capable model in LM Studio (`lms load <model>`) or pull one with Ollama ' +
-      '(`ollama pull qwen2.5-coder:7b`), or point LM_STUDIO_URL / OLLAMA_HOST at a server that has one.',
-    { details: { probes } },
-  );
+  // Nothing answered: the fix is to start a server, not to load a model into one.
+  const advice = probes.some((probe) => probe.ok)
+    ? 'Load a tool-capable model in LM Studio (`lms load <model>`) or pull one with Ollama ' +
+      '(`ollama pull qwen2.5-coder:7b`), or point LM_STUDIO_URL / OLLAMA_HOST at a server that has one.'
+    : "Start LM Studio's server (`lms server start`) or Ollama (`ollama serve`), or point " +
+      'LM_STUDIO_URL / OLLAMA_HOST at a running one; `fabric health lm` checks them.';
+  return new FabricError('model_not_found', `${headline}\nAsked:\n${lines.join('\n')}\n${advice}`, {
+    details: { probes },
+  });
 }
 
 function describeModel(model: CatalogModel): string {

@@ -169,6 +169,8 @@ describe('resolveModel', () => {
     expect(error.message).toContain('No model server answered');
     expect(error.message).toContain('lm_studio http://lm:1234: unreachable (connect ECONNREFUSED)');
     expect(error.message).toContain('ollama http://ol:11434: unreachable');
+    expect(error.message).toMatch(/lms server start.*ollama serve/s);
+    expect(error.message).not.toContain('lms load');
   });
 
   it('fails when the backends answer but have no models at all', () => {
