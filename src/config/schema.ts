@@ -59,6 +59,8 @@ export const LlmSchema = v.strictObject({
   models: v.optional(v.record(v.string(), nonEmpty), {}),
   request_timeout_s: v.optional(positiveInt, 600),
   probe_timeout_ms: v.optional(positiveInt, 1500),
+  /** Model requests in flight at once across all runs of a process (HTTP and MCP run several). */
+  max_concurrent_requests: v.optional(positiveInt, 4),
   retry: v.optional(RetrySchema, {}),
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
 });

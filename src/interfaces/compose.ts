@@ -10,6 +10,7 @@ import type {
   RunObserver,
   SpecialistPack,
 } from '../application/ports.ts';
+import { RequestLimiter, limitRequests } from '../application/request-limiter.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -52,6 +53,8 @@ export class Fabric {
   readonly registry: ConfigRegistry;
   readonly runLogStore: FileRunLogStore;
   readonly catalog: ModelCatalog;
+  /** Caps model requests in flight across every run of this Fabric (`llm.max_concurrent_requests`). */
+  readonly limiter: RequestLimiter;
   readonly #llm: LlmBackends;
 
   constructor(config: FabricConfig, options: FabricOptions = {}) {
@@ -72,6 +75,7 @@ export class Fabric {
     // LM Studio (servers pooled) and Ollama, probed concurrently, cached, with health-aware routing.
     this.#llm = new LlmBackends(config.llm);
     this.catalog = this.#llm.catalog;
+    this.limiter = new RequestLimiter(config.llm.max_concurrent_requests);
   }
 
   /** Resolves the model for a specialist: `--model`, else its configured model (aliases expanded), else the best available. */
@@ -107,7 +111,10 @@ export class Fabric {
     );
     // Starts on the chosen backend; fails over to another backend with a suitable model.
     const resolveOptions = this.#resolveOptions(request.specialist, request.model);
-    const chat = await this.#llm.chatClientFor(choice, resolveOptions, request.signal);
+    const chat = limitRequests(
+      await this.#llm.chatClientFor(choice, resolveOptions, request.signal),
+      this.limiter,
+    );
     const workspace = request.workspace ?? specialistConfig.workspace;
     // Mirrored to the control plane off the loop's path; a database that is off never fails the run.
     const mirror = startRunMirror(this.config, request.onNotice ?? (() => {}));

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { RequestLimiter } from '../../src/application/request-limiter.ts';
+import { FabricError } from '../../src/domain/errors.ts';
+
+function deferred() {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('RequestLimiter', () => {
+  it('lets at most max requests run, and serves the waiters in order', async () => {
+    const limiter = new RequestLimiter(2);
+    const gates = [deferred(), deferred(), deferred()];
+    const order: number[] = [];
+    const never = new AbortController().signal;
+    const runs = gates.map((gate, index) =>
+      limiter.run(never, async () => {
+        order.push(index);
+        await gate.promise;
+      }),
+    );
+    await Promise.resolve();
+    expect(limiter.active).toBe(2);
+    expect(limiter.waiting).toBe(1);
+    expect(order).toEqual([0, 1]);
+    gates[1]!.resolve();
+    await runs[1];
+    await Promise.resolve();
+    expect(order).toEqual([0, 1, 2]);
+    gates[0]!.resolve();
+    gates[2]!.resolve();
+    await Promise.all(runs);
+    expect(limiter.active).toBe(0);
+  });
+
+  it('releases the slot when the work throws', async () => {
+    const limiter = new RequestLimiter(1);
+    const never = new AbortController().signal;
+    await expect(limiter.run(never, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await limiter.run(never, async () => 'next')).toBe('next');
+  });
+
+  it('takes a cancelled waiter out of the queue with run_cancelled', async () => {
+    const limiter = new RequestLimiter(1);
+    const gate = deferred();
+    const first = limiter.run(new AbortController().signal, () => gate.promise);
+    const controller = new AbortController();
+    const waiting = limiter.run(controller.signal, async () => 'never');
+    expect(limiter.waiting).toBe(1);
+    controller.abort();
+    const error = await waiting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FabricError);
+    expect((error as FabricError).code).toBe('run_cancelled');
+    expect(limiter.waiting).toBe(0);
+    gate.resolve();
+    await first;
+    expect(limiter.active).toBe(0);
+  });
+});
