@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,8 +116,11 @@ describe('MCP stdio servers under sandbox.mcp', () => {
     expect(await call('write_path', join(workspace, 'out.txt'))).toBe('written');
     expect(await call('read_path', '/etc/shadow')).toMatch(/^refused: /);
     expect(await call('connect_port', String(port))).toMatch(/^refused: /);
-    const pids = (pack as McpPack).pids;
-    expect(pids.length).toBeGreaterThan(0);
+    // The process the fabric started is bubblewrap, with the server inside it.
+    const [pid] = (pack as McpPack).pids;
+    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    expect(cmdline[0]).toMatch(/bwrap$/);
+    expect(cmdline).toContain('probe-server.mjs');
   });
 
   it('opens the network to a sandboxed server only when sandbox.network allows it', async () => {
