@@ -1,8 +1,9 @@
 import { Hono } from 'hono';
 import type { BackendProbe } from '../../application/ports.ts';
-import { type ModelChoice, isCandidate, resolveModel } from '../../application/resolve-model.ts';
+import { type ModelChoice, resolveModel } from '../../application/resolve-model.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
+import { backendHealthView, backendModelsView } from '../backend-views.ts';
 import type { Fabric } from '../compose.ts';
 import { controlStoreFor } from '../control-plane.ts';
 import { ApiError } from './api-error.ts';
@@ -21,12 +22,12 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
     // Choosing is a pure function of the probes, so every specialist's choice costs nothing more.
     const chosen: Record<string, unknown> = {};
     for (const { name } of fabric.registry.list()) chosen[name] = chooseFor(fabric, probes, name);
-    return c.json({ backends: probes.map(backendJson), chosen });
+    return c.json({ backends: probes.map((probe) => backendModelsView(probe)), chosen });
   });
 
   app.get('/health', async (c) => {
     const probes = await fabric.catalog.probe(c.req.raw.signal);
-    const backends = probes.map(healthJson);
+    const backends = probes.map(backendHealthView);
     const usable = backends.some((backend) => backend.usable);
     // Open without the token (for load balancers and probes), but the backends' addresses are not.
     if (!c.get('authorized')) return c.json({ ok: true, usable });
@@ -74,38 +75,4 @@ function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: 
     if (error instanceof FabricError) return { error: { code: error.code, message: error.message } };
     throw error;
   }
-}
-
-function backendJson(probe: BackendProbe) {
-  return {
-    backend: probe.backend,
-    base_url: probe.baseUrl,
-    ok: probe.ok,
-    latency_ms: probe.latencyMs,
-    error: probe.error ?? null,
-    models: probe.models.map((model) => ({
-      id: model.id,
-      type: model.type,
-      tool_use: model.toolUse ?? null,
-      loaded: model.loaded ?? null,
-      params_b: model.paramsB ?? null,
-      context_length: model.contextLength ?? null,
-      max_context_length: model.maxContextLength ?? null,
-    })),
-  };
-}
-
-/** A backend as `fabric health lm --json` shows it. */
-function healthJson(probe: BackendProbe) {
-  const usableModels = probe.models.filter(isCandidate).length;
-  return {
-    backend: probe.backend,
-    base_url: probe.baseUrl,
-    state: probe.ok ? ('up' as const) : ('down' as const),
-    usable: probe.ok && usableModels > 0,
-    latency_ms: probe.latencyMs,
-    models: probe.models.length,
-    usable_models: usableModels,
-    error: probe.error ?? null,
-  };
 }

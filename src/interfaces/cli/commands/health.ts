@@ -1,7 +1,6 @@
-import type { BackendProbe } from '../../../application/ports.ts';
-import { isCandidate } from '../../../application/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { backendHealthView } from '../../backend-views.ts';
 import { Fabric } from '../../compose.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -42,7 +41,7 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const probes = await new Fabric(config).catalog.probe(io.signal);
-  const backends = probes.map(summarize);
+  const backends = probes.map(backendHealthView);
   const usable = backends.some((backend) => backend.usable);
   if (values.json) {
     io.stdout.write(`${JSON.stringify({ usable, backends })}\n`);
@@ -66,18 +65,4 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
     }
   }
   return usable ? EXIT.ok : EXIT.noModel;
-}
-
-function summarize(probe: BackendProbe) {
-  const usableModels = probe.models.filter(isCandidate).length;
-  return {
-    backend: probe.backend,
-    base_url: probe.baseUrl,
-    state: probe.ok ? ('up' as const) : ('down' as const),
-    usable: probe.ok && usableModels > 0,
-    latency_ms: probe.latencyMs,
-    models: probe.models.length,
-    usable_models: usableModels,
-    error: probe.error ?? null,
-  };
 }

@@ -2,6 +2,7 @@ import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
 import { type ModelChoice, resolveModel } from '../../../application/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { backendModelsView } from '../../backend-views.ts';
 import { Fabric } from '../../compose.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -73,23 +74,7 @@ function modelsJson(
   failure: FabricError | undefined,
 ) {
   return {
-    backends: probes.map((probe) => ({
-      backend: probe.backend,
-      base_url: probe.baseUrl,
-      ok: probe.ok,
-      latency_ms: probe.latencyMs,
-      error: probe.error ?? null,
-      models: probe.models.map((model) => ({
-        id: model.id,
-        type: model.type,
-        tool_use: model.toolUse ?? null,
-        loaded: model.loaded ?? null,
-        params_b: model.paramsB ?? null,
-        context_length: model.contextLength ?? null,
-        max_context_length: model.maxContextLength ?? null,
-        chosen: isChosen(model, choice),
-      })),
-    })),
+    backends: probes.map((probe) => backendModelsView(probe, (model) => isChosen(model, choice))),
     chosen:
       choice === undefined
         ? null
