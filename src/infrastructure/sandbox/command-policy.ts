@@ -85,7 +85,7 @@ export function checkCommand(argv: readonly string[], policy: CommandPolicy): vo
 function checkCargo(argv: readonly string[], policy: CommandPolicy): void {
   const passthrough = argv.indexOf('--');
   const cargoArgs = passthrough === -1 ? argv.slice(1) : argv.slice(1, passthrough);
-  const subcommand = cargoArgs.find((arg) => !arg.startsWith('-'));
+  const subcommand = cargoSubcommand(cargoArgs);
   for (const arg of cargoArgs) {
     if (arg.startsWith('+')) {
       throw sandboxViolation(
@@ -166,6 +166,22 @@ function looksLikePath(piece: string): boolean {
   return (
     piece.startsWith('/') || piece.startsWith('~') || piece === '..' || /(^|[\\/])\.\.([\\/]|$)/.test(piece)
   );
+}
+
+/** cargo's global options that take a separate value: `cargo --color always run` runs `run`. */
+const CARGO_GLOBAL_VALUE_FLAGS = new Set(['--color', '--explain', '--config', '-C', '-Z']);
+
+/** The subcommand: the first word that is neither a global flag nor a global flag's value. */
+function cargoSubcommand(cargoArgs: readonly string[]): string | undefined {
+  for (let index = 0; index < cargoArgs.length; index++) {
+    const arg = cargoArgs[index]!;
+    if (CARGO_GLOBAL_VALUE_FLAGS.has(arg)) {
+      index += 1;
+      continue;
+    }
+    if (!arg.startsWith('-')) return arg;
+  }
+  return undefined;
 }
 
 function splitFlag(arg: string): [string, string | undefined] {

@@ -138,3 +138,25 @@ describe('the shell tool command policy', () => {
     expect(outcome).toBeUndefined();
   });
 });
+
+describe('an allowlist entry of bare `cargo`', () => {
+  it('still finds the subcommand behind global options that take a value', async () => {
+    const temp = await tempDir('fabric-policy-bare-');
+    const bareWs = path.join(temp.dir, 'ws');
+    await mkdir(bareWs);
+    const bare = await rustPack(bareWs, { allowed_commands: ['cargo'] });
+    try {
+      await expectRefusal(
+        call(bare, 'shell', { command: 'cargo --color always run' }),
+        'forbidden_subcommand',
+      );
+      await expectRefusal(
+        call(bare, 'shell', { command: 'cargo -v --color never install x' }),
+        'forbidden_subcommand',
+      );
+    } finally {
+      await bare.close();
+      await temp.cleanup();
+    }
+  });
+});
