@@ -23,3 +23,20 @@ export const CONVERSION_SCRIPT: ScriptedTurn[] = [
     },
   },
 ];
+
+/** The runlog kinds CONVERSION_SCRIPT produces, in seq order. */
+export const CONVERSION_KINDS = [
+  'run_start',
+  'llm_request',
+  'llm_response',
+  'tool_call',
+  'tool_result',
+  'llm_request',
+  'llm_response',
+  'tool_call',
+  'finish_rejected',
+  'llm_request',
+  'llm_response',
+  'tool_call',
+  'run_end',
+];

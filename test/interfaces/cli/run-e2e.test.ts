@@ -5,7 +5,7 @@ import type { RunResult } from '../../../src/domain/run-result.ts';
 import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { CONVERSION_KINDS, CONVERSION_SCRIPT } from '../../support/scripts.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
 
@@ -46,21 +46,7 @@ describe('fabric run, end to end against the fake LM Studio', () => {
     const events = await readEvents(run.runlog);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
     const kinds = events.map((event) => event.kind);
-    expect(kinds).toEqual([
-      'run_start',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'tool_result',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'finish_rejected',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'run_end',
-    ]);
+    expect(kinds).toEqual(CONVERSION_KINDS);
     for (const event of events) {
       expect(event.run_id).toBe(run.run_id);
       expect(Number.isNaN(Date.parse(event.ts))).toBe(false);

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { CONVERSION_KINDS, CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { type RunningApi, eventsOf, makeFabric, postJson, readSse, startApi } from './http-harness.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
@@ -49,21 +49,7 @@ describe('the HTTP API on a real socket, against the fake LM Studio', () => {
     expect(frames.map((frame) => frame.id)).toEqual(events.map((event) => String(event.seq)));
     expect(frames.map((frame) => frame.event)).toEqual(events.map((event) => event.kind));
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
-    expect(events.map((event) => event.kind)).toEqual([
-      'run_start',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'tool_result',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'finish_rejected',
-      'llm_request',
-      'llm_response',
-      'tool_call',
-      'run_end',
-    ]);
+    expect(events.map((event) => event.kind)).toEqual(CONVERSION_KINDS);
     expect(events.at(-1)).toMatchObject({ kind: 'run_end', status: 'succeeded', run_id });
 
     const run = (await (await fetch(`${api.url}${links.self}`)).json()) as Record<string, unknown>;
