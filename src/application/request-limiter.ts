@@ -1,16 +1,26 @@
 import { FabricError } from '../domain/errors.ts';
 import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from './ports.ts';
 
+interface Waiter {
+  readonly priority: number;
+  readonly grant: () => void;
+  readonly signal: AbortSignal;
+  readonly onAbort: () => void;
+}
+
 /**
  * A counting semaphore for model requests. Orchestration only caps how many requests are in
  * flight at once across all runs of a process (SPEC §2, issue 4); which server answers stays the
- * adapters' business. Waiters are served first come, first served, and leave the queue when
- * their run is cancelled.
+ * adapters' business. Waiters are served in the order their runs started (lower `priority`
+ * first; equal priorities first come, first served), so under load the earlier runs finish first
+ * instead of every run finishing at the end (SPEC §10). A waiter leaves the queue when its run is
+ * cancelled.
  */
 export class RequestLimiter {
   readonly #max: number;
   #active = 0;
-  readonly #queue: { grant: () => void; signal: AbortSignal; onAbort: () => void }[] = [];
+  /** Sorted by priority, then arrival. */
+  readonly #queue: Waiter[] = [];
 
   constructor(max: number) {
     this.#max = max;
@@ -26,9 +36,12 @@ export class RequestLimiter {
     return this.#active;
   }
 
-  /** Runs `work` once a slot is free; the slot is released however `work` ends. */
-  async run<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
-    await this.#acquire(signal);
+  /**
+   * Runs `work` once a slot is free; the slot is released however `work` ends. `priority` is
+   * the run's start order (default: after every run numbered so far).
+   */
+  async run<T>(signal: AbortSignal, work: () => Promise<T>, priority = Number.MAX_SAFE_INTEGER): Promise<T> {
+    await this.#acquire(signal, priority);
     try {
       return await work();
     } finally {
@@ -36,14 +49,15 @@ export class RequestLimiter {
     }
   }
 
-  #acquire(signal: AbortSignal): Promise<void> {
+  #acquire(signal: AbortSignal, priority: number): Promise<void> {
     if (signal.aborted) return Promise.reject(cancelled(signal));
     if (this.#active < this.#max) {
       this.#active += 1;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const entry = {
+      const entry: Waiter = {
+        priority,
         signal,
         grant: () => {
           signal.removeEventListener('abort', entry.onAbort);
@@ -56,7 +70,10 @@ export class RequestLimiter {
         },
       };
       signal.addEventListener('abort', entry.onAbort, { once: true });
-      this.#queue.push(entry);
+      // After every waiter of the same or an earlier run: stable within a run, earlier runs first.
+      let at = this.#queue.length;
+      while (at > 0 && this.#queue[at - 1]!.priority > priority) at -= 1;
+      this.#queue.splice(at, 0, entry);
     });
   }
 
@@ -68,12 +85,12 @@ export class RequestLimiter {
   }
 }
 
-/** A ChatClient whose requests go through a limiter. */
-export function limitRequests(chat: ChatClient, limiter: RequestLimiter): ChatClient {
+/** A ChatClient whose requests go through a limiter, at the priority of its run (its start order). */
+export function limitRequests(chat: ChatClient, limiter: RequestLimiter, priority?: number): ChatClient {
   return {
     backend: chat.backend,
     complete: (request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> =>
-      limiter.run(request.signal, () => chat.complete(request, onEvent)),
+      limiter.run(request.signal, () => chat.complete(request, onEvent), priority),
   };
 }
 

@@ -10,18 +10,22 @@ import type {
   RunObserver,
   SpecialistPack,
 } from '../application/ports.ts';
+import type { ControlStore } from '../application/control-ports.ts';
 import { RequestLimiter, limitRequests } from '../application/request-limiter.ts';
+import { newRunId } from '../application/run-id.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
+import { FabricError } from '../domain/errors.ts';
 import type { RunResult } from '../domain/run-result.ts';
+import { ControlPlane } from '../infrastructure/control/control-plane.ts';
+import { openControlStore } from '../infrastructure/control/open-control-store.ts';
 import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
 import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { systemClock } from '../infrastructure/runlog/stamp.ts';
-import { startRunMirror } from './control-plane.ts';
 import { FABRIC_VERSION } from './version.ts';
 
 /** What a run request carries, from any interface. */
@@ -37,7 +41,7 @@ export interface RunRequest {
   readonly runId?: string | undefined;
   /** Told which model was chosen and why, before the run starts. */
   readonly onModelChosen?: (choice: ModelChoice) => void;
-  /** Told about trouble that does not stop the run (the control database is off). */
+  /** Told about trouble that does not stop the run (the control database is off), once per run. */
   readonly onNotice?: (message: string) => void;
 }
 
@@ -45,9 +49,27 @@ export interface RunRequest {
 export interface FabricOptions {
   /** The environment stdio MCP servers start from (only PATH and HOME); default: the process's. */
   readonly env?: Environment;
+  /**
+   * Whether this process writes other processes' runlogs into the embedded control database
+   * while it holds it (SPEC §7): yes for servers and other long-lived processes (the default),
+   * no for a one-shot `fabric run`, whose runlog the next holder picks up.
+   */
+  readonly backfill?: boolean;
+  /** Told once about process-wide trouble (the control database went away); runs hear it too. */
+  readonly onDegraded?: (message: string) => void;
 }
 
-/** The fabric's services for one config. */
+/**
+ * Builds the fabric for a config: the one composition root (SPEC §10). The process-wide
+ * resources — the model backends' catalog and server pool, the request limiter, the control
+ * store and its mirror — are made once here and shared by every run of the process; `close()`
+ * waits for the runs in progress and releases them.
+ */
+export function createFabric(config: FabricConfig, options: FabricOptions = {}): Fabric {
+  return new Fabric(config, options);
+}
+
+/** The fabric's services for one config; build it with `createFabric`. */
 export class Fabric {
   readonly config: FabricConfig;
   readonly registry: ConfigRegistry;
@@ -56,9 +78,17 @@ export class Fabric {
   /** Caps model requests in flight across every run of this Fabric (`llm.max_concurrent_requests`). */
   readonly limiter: RequestLimiter;
   readonly #llm: LlmBackends;
+  readonly #options: FabricOptions;
+  /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
+  #control: ControlPlane | null | undefined;
+  readonly #inflight = new Set<Promise<unknown>>();
+  /** Runs are numbered as they start: the limiter serves earlier runs first. */
+  #runsStarted = 0;
+  #closing: Promise<void> | null = null;
 
   constructor(config: FabricConfig, options: FabricOptions = {}) {
     this.config = config;
+    this.#options = options;
     this.registry = new ConfigRegistry({
       specialists: config.specialists,
       baseDir: config.baseDir,
@@ -100,8 +130,57 @@ export class Fabric {
     return this.config.llm.models[name] ?? name;
   }
 
+  /** The process's control store (opened on first use), or null when the control plane is disabled. */
+  controlStore(): ControlStore | null {
+    return this.#controlPlane()?.store ?? null;
+  }
+
+  /** The process's control plane; opened once, on first use. */
+  #controlPlane(): ControlPlane | null {
+    if (this.#control === undefined) {
+      const store = openControlStore({
+        enabled: this.config.control.enabled,
+        dsn: this.config.control.dsn,
+        runsDir: this.config.runs_dir,
+      });
+      this.#control =
+        store === null
+          ? null
+          : new ControlPlane(store, this.runLogStore, {
+              // Only the embedded database has a single holder that must pick up others' runs.
+              backfillOthers: store.kind === 'pglite' && this.#options.backfill !== false,
+              ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
+            });
+      this.#control?.start();
+    }
+    return this.#control;
+  }
+
   /** Runs a task end to end: pack, model, loop. Errors before the run starts are thrown. */
-  async run(request: RunRequest): Promise<RunResult> {
+  run(request: RunRequest): Promise<RunResult> {
+    if (this.#closing !== null)
+      return Promise.reject(new FabricError('usage', 'This fabric is closed; create another to start runs.'));
+    const priority = this.#runsStarted++;
+    const run = this.#run(request, priority);
+    this.#inflight.add(run);
+    const forget = () => this.#inflight.delete(run);
+    run.then(forget, forget);
+    return run;
+  }
+
+  /**
+   * Waits for the runs in progress to write their `run_end` (cancel them first to stop them),
+   * then writes what the mirror holds (bounded) and closes the control store. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#inflight]);
+      await this.#control?.close();
+    })();
+    return this.#closing;
+  }
+
+  async #run(request: RunRequest, priority: number): Promise<RunResult> {
     const specialistConfig = this.registry.config(request.specialist);
     const choice = await this.chooseModel(request.specialist, request.model, request.signal);
     request.onModelChosen?.(choice);
@@ -114,14 +193,18 @@ export class Fabric {
     const chat = limitRequests(
       await this.#llm.chatClientFor(choice, resolveOptions, request.signal),
       this.limiter,
+      priority,
     );
     const workspace = request.workspace ?? specialistConfig.workspace;
-    // Mirrored to the control plane off the loop's path; a database that is off never fails the run.
-    const mirror = startRunMirror(this.config, request.onNotice ?? (() => {}));
+    const runId = request.runId ?? newRunId(systemClock);
+    // Mirrored to the control plane off the loop's path; the run never waits for the database,
+    // and a database that fails never fails the run (SPEC §7).
+    const control = this.#controlPlane();
+    const mirror = control?.observe(runId, request.onNotice ?? (() => {}));
     try {
-      return await this.#execute(request, choice, pack, chat, workspace, mirror.observer);
+      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, mirror);
     } finally {
-      await mirror.finish();
+      control?.release(runId);
     }
   }
 
@@ -131,7 +214,7 @@ export class Fabric {
     pack: SpecialistPack,
     chat: ChatClient,
     workspace: string | undefined,
-    mirror: RunObserver,
+    mirror: RunObserver | undefined,
   ): Promise<RunResult> {
     const specialistConfig = this.registry.config(request.specialist);
     return executeTask({
@@ -145,7 +228,7 @@ export class Fabric {
         reason: choice.reason,
       },
       runLogStore: this.runLogStore,
-      observers: [...(request.observers ?? []), mirror],
+      observers: [...(request.observers ?? []), ...(mirror === undefined ? [] : [mirror])],
       limits: {
         maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? this.config.loop.max_steps,
         budgetMs: (specialistConfig.budget_s ?? this.config.loop.budget_s) * 1000,

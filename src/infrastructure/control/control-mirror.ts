@@ -4,16 +4,20 @@ import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { ModelCallTracker } from './model-calls.ts';
 
-/** How the mirror batches, and what it says when the database is gone. */
+/** How the mirror batches, and how long it trusts a store that failed. */
 export interface ControlMirrorOptions {
-  /** Told once per outage (and once when there is no store): the run goes on regardless. */
+  /** Told once per run that loses rows (and once when there is no store): the runs go on regardless. */
   readonly onDegraded?: (message: string) => void;
   /** A queued event waits at most this long before it is written. */
   readonly flushIntervalMs?: number;
   /** This many queued events are written at once, without waiting for the interval. */
   readonly batchSize?: number;
-  /** After a failed write, events are dropped (left for `sync`) this long before trying again. */
+  /** After a failed write, events are dropped (left for backfill and `sync`) this long before trying again. */
   readonly retryAfterMs?: number;
+  /** A write that has not settled after this long counts as failed: a stalled database must not pile up events. */
+  readonly writeTimeoutMs?: number;
+  /** Events queued beyond this are dropped (left for backfill), so memory stays bounded whatever the store does. */
+  readonly maxQueued?: number;
   /**
    * Default bound of `flush()` and `close()`: 2 s for a server; 20 s for the embedded database,
    * whose first write in a process waits for PGlite to start in its worker.
@@ -28,19 +32,29 @@ export interface ControlMirrorStats {
   readonly degraded: boolean;
 }
 
+/** One run's link to the mirror: who hears about its lost rows, and whether they have. */
+interface RunNotice {
+  readonly onNotice: (message: string) => void;
+  noticed: boolean;
+}
+
 interface Queued {
   readonly event: RunEvent;
   readonly call: ModelCallRecord | null;
+  readonly notice: RunNotice | null;
 }
 
 const MAX_BATCH = 500;
 
 /**
- * Mirrors runs to the control plane as a `RunObserver`. `onEvent` only queues (the loop never
- * waits on the database); a single writer drains the queue in batches, every
- * `flushIntervalMs`, at `batchSize` events, and at `run_end`. A database that is down or
- * disabled is noted once and costs nothing more: the events are dropped, the runlog still has
- * them, and `fabric control sync` writes them later. The store stays the caller's to close.
+ * Mirrors runs to the control plane (SPEC §7). One mirror serves every run of a process (§10):
+ * each run gets an `observer()` whose `onEvent` only queues (the loop never waits on the
+ * database); a single writer drains the queue in batches — every `flushIntervalMs`, at
+ * `batchSize` events, and at a `run_end` — in one transaction each, so many runs make few, large
+ * writes. Whatever the store does (refuses, fails mid-write, stalls), the runs never see it: a
+ * failed or stalled write drops the batch, each run that lost rows is told once, nothing is
+ * tried for `retryAfterMs`, and the runs that lost rows are kept for the backfill (`lossyRuns`)
+ * — the runlog still has every line. The store stays the caller's to close.
  */
 export class ControlMirror implements RunObserver {
   readonly #store: ControlStore | null;
@@ -48,14 +62,20 @@ export class ControlMirror implements RunObserver {
   readonly #interval: number;
   readonly #batchSize: number;
   readonly #retryAfter: number;
+  readonly #writeTimeout: number;
+  readonly #maxQueued: number;
   readonly #flushTimeout: number;
   readonly #tracker = new ModelCallTracker();
+  readonly #lossy = new Set<string>();
   #queue: Queued[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
   #writing: Promise<void> | null = null;
   #migrated: Promise<unknown> | null = null;
   #downUntil = 0;
   #noted = false;
+  /** Whether `onDegraded` has heard of the current outage. */
+  #notedGlobal = false;
+  #lastFailure = 'control plane unavailable (db_off).';
   #closed = false;
   #written = 0;
   #dropped = 0;
@@ -66,28 +86,23 @@ export class ControlMirror implements RunObserver {
     this.#interval = options.flushIntervalMs ?? 100;
     this.#batchSize = options.batchSize ?? 50;
     this.#retryAfter = options.retryAfterMs ?? 30_000;
+    this.#writeTimeout = options.writeTimeoutMs ?? 15_000;
+    this.#maxQueued = options.maxQueued ?? 20_000;
     this.#flushTimeout = options.flushTimeoutMs ?? (store?.kind === 'pglite' ? 20_000 : 2_000);
   }
 
+  /** A run's observer. `onNotice` hears once if this run's rows do not reach the store. */
+  observer(onNotice: (message: string) => void = () => {}): RunObserver {
+    const notice: RunNotice = { onNotice, noticed: false };
+    return {
+      onEvent: (event) => this.#accept(event, notice),
+      onText() {},
+      onToolCallStarted() {},
+    };
+  }
+
   onEvent(event: RunEvent): void {
-    try {
-      // The tracker sees every line, written or not, so the calls it derives stay right.
-      const call = this.#tracker.observe(event);
-      if (this.#closed || Date.now() < this.#downUntil) {
-        this.#dropped += 1;
-        return;
-      }
-      if (this.#store === null) {
-        this.#dropped += 1;
-        this.#note('control plane disabled (db_off): runs are not mirrored.');
-        return;
-      }
-      this.#queue.push({ event, call });
-      if (this.#queue.length >= this.#batchSize || event.kind === 'run_end') this.#kick();
-      else this.#arm();
-    } catch {
-      // An observer must not throw into the loop; the runlog is the record.
-    }
+    this.#accept(event, null);
   }
 
   onText(_text: string): void {}
@@ -96,6 +111,18 @@ export class ControlMirror implements RunObserver {
 
   get stats(): ControlMirrorStats {
     return { written: this.#written, dropped: this.#dropped, degraded: this.#noted };
+  }
+
+  /** True while the store is being left alone after a failure. */
+  get down(): boolean {
+    return Date.now() < this.#downUntil;
+  }
+
+  /** The runs that lost rows since the last call (for the backfill to write from their runlogs). */
+  takeLossyRuns(): string[] {
+    const runs = [...this.#lossy];
+    this.#lossy.clear();
+    return runs;
   }
 
   /** Writes what is queued; resolves after that or after `timeoutMs`, never rejects. */
@@ -123,6 +150,31 @@ export class ControlMirror implements RunObserver {
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    for (const item of this.#queue) this.#lose(item);
+    this.#queue = [];
+  }
+
+  #accept(event: RunEvent, notice: RunNotice | null): void {
+    try {
+      // The tracker sees every line, written or not, so the calls it derives stay right.
+      const call = this.#tracker.observe(event);
+      const item: Queued = { event, call, notice };
+      if (this.#store === null) {
+        this.#lose(item);
+        this.#note(notice, 'control plane disabled (db_off): runs are not mirrored.');
+        return;
+      }
+      if (this.#closed || this.down || this.#queue.length >= this.#maxQueued) {
+        this.#lose(item);
+        this.#note(notice, this.#closed ? 'the control plane is closed.' : this.#lastFailure);
+        return;
+      }
+      this.#queue.push(item);
+      if (this.#queue.length >= this.#batchSize || event.kind === 'run_end') this.#kick();
+      else this.#arm();
+    } catch {
+      // An observer must not throw into the loop; the runlog is the record.
+    }
   }
 
   #arm(): void {
@@ -151,34 +203,70 @@ export class ControlMirror implements RunObserver {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, MAX_BATCH);
       try {
-        // The embedded database is created on first use, so the schema is ensured here.
-        this.#migrated ??= store.migrate();
-        await this.#migrated;
-        await store.write({
-          events: batch.map((item) => item.event),
-          modelCalls: batch.flatMap((item) => (item.call === null ? [] : [item.call])),
+        await this.#bounded(async () => {
+          // Migrations run once per store (the embedded database is created on first use).
+          this.#migrated ??= store.migrate();
+          await this.#migrated;
+          await store.write({
+            events: batch.map((item) => item.event),
+            modelCalls: batch.flatMap((item) => (item.call === null ? [] : [item.call])),
+          });
         });
         this.#written += batch.length;
-        this.#noted = false;
+        this.#notedGlobal = false;
       } catch (error) {
         this.#migrated = null;
-        this.#dropped += batch.length + this.#queue.length;
+        const lost = [...batch, ...this.#queue];
         this.#queue = [];
         this.#downUntil = Date.now() + this.#retryAfter;
-        this.#note(
+        this.#lastFailure =
           `control plane unavailable (db_off) at ${store.location}: ${errorMessage(error)}. ` +
-            'The run goes on; `fabric control sync` writes the missing rows later.',
-        );
+          'The run goes on; its rows are written from the runlog once the database is back (`fabric control sync`).';
+        for (const item of lost) {
+          this.#lose(item);
+          this.#note(item.notice, this.#lastFailure);
+        }
         return;
       }
     }
   }
 
-  #note(message: string): void {
-    if (this.#noted) return;
+  /** Runs a write, failing it when it has not settled in time (the store may hang on a dead socket). */
+  #bounded(work: () => Promise<void>): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer in ${Math.round(this.#writeTimeout / 1000)} s`)),
+        this.#writeTimeout,
+      );
+    });
+    const write = work();
+    // The write may still settle after the timeout; its outcome no longer matters.
+    write.catch(() => {});
+    return Promise.race([write, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  #lose(item: Queued): void {
+    this.#dropped += 1;
+    this.#lossy.add(item.event.run_id);
+  }
+
+  /** Tells the run once, and the process-wide `onDegraded` once per outage. */
+  #note(notice: RunNotice | null, message: string): void {
     this.#noted = true;
+    if (!this.#notedGlobal) {
+      this.#notedGlobal = true;
+      this.#tell(this.#onDegraded, message);
+    }
+    if (notice !== null && !notice.noticed) {
+      notice.noticed = true;
+      this.#tell(notice.onNotice, message);
+    }
+  }
+
+  #tell(listener: (message: string) => void, message: string): void {
     try {
-      this.#onDegraded(message);
+      listener(message);
     } catch {
       // The callback is the caller's; its failure must not reach the loop either.
     }

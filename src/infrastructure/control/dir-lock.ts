@@ -10,7 +10,7 @@ export class LockHeldError extends Error {
     super(
       holder === pid
         ? `${path} is already open in this process.`
-        : `${path} is in use by process ${holder}; the embedded control database serves one process at a time.`,
+        : `${path} is held by process ${holder}: the embedded control database serves one process at a time, and that process writes this one's runs into it from their runlogs.`,
     );
     this.name = 'LockHeldError';
     this.holder = holder;

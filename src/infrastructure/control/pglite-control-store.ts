@@ -90,6 +90,8 @@ class PgliteExecutor implements SqlExecutor {
     const id = ++this.#nextId;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
+      // Held open while it has work, so an awaited write finishes; never after (see #spawn).
+      if (this.#pending.size === 1) worker.ref();
       worker.postMessage({ id, op, text, params: params === undefined ? undefined : [...params] });
     });
   }
@@ -116,12 +118,14 @@ class PgliteExecutor implements SqlExecutor {
       const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
         workerData: { dataDir: this.#dataDir },
       });
-      // The worker must never keep a finished process alive.
-      worker.unref();
+      // The worker must never keep a finished process alive. A 'message' listener refs the
+      // worker again, so it is unref'd after the listener is added, and ref'd only while
+      // requests are pending (#post).
       worker.on('message', (message: WorkerReply) => {
         const pending = this.#pending.get(message.id);
         if (!pending) return;
         this.#pending.delete(message.id);
+        if (this.#pending.size === 0) worker.unref();
         if (message.ok) pending.resolve(message.rows ?? []);
         else
           pending.reject(
@@ -132,6 +136,7 @@ class PgliteExecutor implements SqlExecutor {
       });
       worker.on('error', (error) => this.#failAll(error));
       worker.on('exit', () => this.#failAll(new Error('The embedded control database worker stopped.')));
+      worker.unref();
       return { worker, release };
     } catch (error) {
       await release();

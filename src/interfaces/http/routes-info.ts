@@ -5,7 +5,6 @@ import { FabricError } from '../../domain/errors.ts';
 import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
 import { backendHealthView, backendModelsView } from '../backend-views.ts';
 import type { Fabric } from '../compose.ts';
-import { controlStoreFor } from '../control-plane.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';
 
@@ -47,14 +46,9 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
   return app;
 }
 
-/** The exports from the control store; `db_off` documents when the database is off or disabled. */
-async function exportsOf(fabric: Fabric): Promise<ControlExports> {
-  const store = controlStoreFor(fabric.config);
-  try {
-    return await buildExports(store);
-  } finally {
-    await store?.close().catch(() => {});
-  }
+/** The exports from the server's own control store; `db_off` documents when the database is off or disabled. */
+function exportsOf(fabric: Fabric): Promise<ControlExports> {
+  return buildExports(fabric.controlStore());
 }
 
 function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: string) {

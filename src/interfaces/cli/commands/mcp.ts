@@ -1,7 +1,7 @@
 import process from 'node:process';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { loadConfig } from '../../../config/load.ts';
-import { Fabric } from '../../compose.ts';
+import { createFabric } from '../../compose.ts';
 import { type FabricMcpServices, createFabricMcpServer } from '../../mcp/fabric-mcp-server.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -57,7 +57,11 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config, { env: io.env });
+  const fabric = createFabric(config, {
+    env: io.env,
+    onDegraded: (message) => io.stderr.write(`fabric mcp: control plane: ${message}\n`),
+  });
+  fabric.controlStore();
   // Runs in flight when the client goes away are cancelled by the SDK; they are awaited so that
   // each one closes its pack (MCP subprocesses) and writes its run_end before the process exits.
   const inflight = new Set<Promise<unknown>>();
@@ -93,6 +97,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
   io.stderr.write(`fabric mcp: serving ${config.source} on stdio\n`);
   await closed;
   await Promise.allSettled([...inflight]);
+  await fabric.close();
   io.signal.removeEventListener('abort', stop);
   return EXIT.ok;
 }

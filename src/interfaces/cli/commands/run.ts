@@ -1,5 +1,5 @@
 import { loadConfig } from '../../../config/load.ts';
-import { Fabric } from '../../compose.ts';
+import { createFabric } from '../../compose.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -50,18 +50,22 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   }
   const maxSteps = positiveInt('--max-steps', values['max-steps']);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
+  // A one-shot run: the next holder of the embedded control database backfills other runs.
+  const fabric = createFabric(config, { backfill: false });
   const style = styleFor(io.stderr, io.env);
-  const result = await fabric.run({
-    specialist: values.specialist,
-    task,
-    workspace: values.workspace,
-    model: values.model,
-    maxSteps,
-    observers: [new ProgressReporter(io.stderr, style)],
-    onNotice: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
-    signal: io.signal,
-  });
+  const result = await fabric
+    .run({
+      specialist: values.specialist,
+      task,
+      workspace: values.workspace,
+      model: values.model,
+      maxSteps,
+      observers: [new ProgressReporter(io.stderr, style)],
+      onNotice: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
+      signal: io.signal,
+    })
+    // Writes what the mirror still holds (bounded) and closes the control store, however the run went.
+    .finally(() => fabric.close());
   if (values.json) {
     io.stdout.write(`${JSON.stringify(result)}\n`);
   } else if (result.payload) {

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { Fabric } from '../../compose.ts';
+import { createFabric } from '../../compose.ts';
 import { createApp } from '../../http/app.ts';
 import { isLoopbackHost } from '../../http/auth.ts';
 import { RunHub } from '../../http/run-hub.ts';
@@ -68,7 +68,13 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
     );
   }
   const log = (line: string) => io.stderr.write(`fabric serve: ${line}\n`);
-  const fabric = new Fabric(config, { env: io.env });
+  const fabric = createFabric(config, {
+    env: io.env,
+    onDegraded: (message) => log(`control plane: ${message}`),
+  });
+  // Opened now, not with the first run: the embedded database's holder starts backfilling
+  // the runs other processes wrote (SPEC §7) as soon as it serves.
+  fabric.controlStore();
   const hub = new RunHub(fabric);
   const app = createApp({ fabric, token, requireToken, hub, log });
   const server = await listen(app.fetch, { host, port });
@@ -81,6 +87,8 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   log(`stopping${live > 0 ? `: cancelling ${live} run(s) in progress` : ''}`);
   await hub.close();
   await server.close();
+  // After every run has written its run_end: the mirror's last rows, then the control store.
+  await fabric.close();
   log('stopped');
   return EXIT.ok;
 }
