@@ -36,6 +36,35 @@ describe('RequestLimiter', () => {
     expect(limiter.active).toBe(0);
   });
 
+  it('serves a waiting request of an earlier run before those of later runs, whatever came first', async () => {
+    const limiter = new RequestLimiter(1);
+    const never = new AbortController().signal;
+    const first = deferred();
+    const order: string[] = [];
+    const held = limiter.run(never, () => first.promise, 0);
+    // Runs 3, 2 and 1 ask in that order while run 0 holds the only slot; run 3 asks twice.
+    const asks = [
+      ['run3-a', 3],
+      ['run2', 2],
+      ['run3-b', 3],
+      ['run1', 1],
+    ] as const;
+    const waiting = asks.map(([name, priority]) =>
+      limiter.run(
+        never,
+        async () => {
+          order.push(name);
+        },
+        priority,
+      ),
+    );
+    expect(limiter.waiting).toBe(4);
+    first.resolve();
+    await held;
+    await Promise.all(waiting);
+    expect(order).toEqual(['run1', 'run2', 'run3-a', 'run3-b']);
+  });
+
   it('releases the slot when the work throws', async () => {
     const limiter = new RequestLimiter(1);
     const never = new AbortController().signal;
