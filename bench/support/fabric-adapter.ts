@@ -1,0 +1,53 @@
+/**
+ * The one place the benches build a fabric, so the move from `new Fabric(config)` to
+ * `createFabric(config)` (SPEC §10) is one line here.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config/load.ts';
+import type { RunResult } from '../../src/domain/run-result.ts';
+import { Fabric } from '../../src/interfaces/compose.ts';
+import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
+
+/** A fabric as the benches use it. */
+export interface BenchFabric {
+  run(task: string): Promise<RunResult>;
+  close(): Promise<void>;
+}
+
+/** The `units` specialist (packs/example) against `lmStudioUrl`, merged with `extra`. */
+export function unitsConfig(extra: Record<string, unknown>): Record<string, unknown> {
+  return {
+    version: 1,
+    specialists: { units: { builder: `${EXAMPLE_PACK}#buildPack` } },
+    ...extra,
+  };
+}
+
+/** Writes `config` to `<dir>/fabric.yaml` and returns its path. */
+export async function writeConfig(dir: string, config: Record<string, unknown>): Promise<string> {
+  const path = join(dir, 'fabric.yaml');
+  await writeFile(path, stringify(config));
+  return path;
+}
+
+/** The environment of a bench run: the fake as LM Studio, Ollama on a closed port. */
+export function benchEnv(lmStudioUrl: string, runsDir: string): Record<string, string> {
+  return { LM_STUDIO_URL: lmStudioUrl, OLLAMA_HOST: '127.0.0.1:9', FABRIC_RUNS_DIR: runsDir, NO_COLOR: '1' };
+}
+
+/** Loads the config file as the CLI does and builds a fabric on it. */
+export async function openFabric(
+  configPath: string,
+  env: Record<string, string>,
+  cwd: string,
+): Promise<BenchFabric> {
+  const config = await loadConfig({ configPath, cwd, env });
+  const fabric = new Fabric(config, { env });
+  return {
+    run: (task) => fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
+    // `Fabric` has no close() yet; `createFabric` adds one (SPEC §10).
+    close: async () => {},
+  };
+}
