@@ -3,6 +3,7 @@ import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../domain/messa
 import type { RunResult, RunStatus } from '../domain/run-result.ts';
 import type { Conversation } from './model-turn.ts';
 import type { ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack, Tool } from './ports.ts';
+import type { RunOwner } from './process-liveness.ts';
 import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
@@ -28,6 +29,11 @@ export interface ExecuteTaskInput {
   readonly clock: Clock;
   readonly signal: AbortSignal;
   readonly runId?: string;
+  /**
+   * The process running the loop, recorded in `run_start` so readers can tell a run in progress
+   * from one whose process died (SPEC §6). The composition root passes its pid and host name.
+   */
+  readonly owner?: RunOwner;
 }
 
 const FINAL_TURN_GRACE_MS = 120_000;
@@ -178,6 +184,7 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     fabric_version: input.fabricVersion,
     max_steps: input.limits.maxSteps,
     budget_s: Math.round(input.limits.budgetMs / 1000),
+    ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
   });
 }
 

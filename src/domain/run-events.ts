@@ -32,6 +32,13 @@ export interface RunEventBodies {
     fabric_version: string;
     max_steps: number;
     budget_s: number;
+    /**
+     * The process that owns the run, so a reader can tell a run in progress from one whose
+     * process died without its `run_end` (SPEC §6). Absent in runlogs written before they
+     * were recorded.
+     */
+    pid?: number;
+    host?: string;
   };
   llm_request: {
     step: number;

@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
-import type { RunLogContents } from '../../application/ports.ts';
+import type { LivenessCheck, ProcessLiveness } from '../../application/process-liveness.ts';
 import { buildTimeline } from '../../application/replay-timeline.ts';
 import { FabricError } from '../../domain/errors.ts';
+import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import type { Fabric } from '../compose.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
 import { ApiError } from './api-error.ts';
@@ -25,22 +26,30 @@ export interface RunRoutesDeps {
   readonly fabric: Fabric;
   readonly hub: RunHub;
   readonly log: (line: string) => void;
+  /** Tells whether the process of a run this server does not run is alive; default: this machine's. */
+  readonly liveness?: ProcessLiveness;
 }
 
 /** How long `cancel` waits for the run to record its end before answering `cancelling`. */
 const CANCEL_WAIT_MS = 10_000;
 
 /** `/v1/runs`: start, list, show, stream, download, cancel and replay runs. */
-export function runRoutes({ fabric, hub, log }: RunRoutesDeps): Hono {
+export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLiveness() }: RunRoutesDeps): Hono {
   const store = fabric.runLogStore;
   const app = new Hono();
+  const check = (): LivenessCheck => ({ liveness, now: new Date() });
 
   /** The run with this id: live in this server, else from its runlog. */
   const viewOf = async (id: string): Promise<RunView> => {
     const live = hub.get(id);
-    if (live) return runView(id, live.events, { runlog: store.pathOf(id), torn: false, live: true });
+    if (live) return runView(id, live.events, { runlog: store.pathOf(id), torn: false, live: true }, check());
     const contents = await store.read(id);
-    return viewOfContents(contents);
+    return runView(
+      contents.runId,
+      contents.events,
+      { runlog: contents.location, torn: contents.torn, live: false },
+      check(),
+    );
   };
 
   app.post('/', async (c) => {
@@ -160,12 +169,4 @@ export function runRoutes({ fabric, hub, log }: RunRoutesDeps): Hono {
   });
 
   return app;
-}
-
-function viewOfContents(contents: RunLogContents): RunView {
-  return runView(contents.runId, contents.events, {
-    runlog: contents.location,
-    torn: contents.torn,
-    live: false,
-  });
 }

@@ -1,3 +1,4 @@
+import type { LivenessCheck } from '../../application/process-liveness.ts';
 import { type RunSummary, summarizeRun } from '../../application/run-summary.ts';
 import type { RunEvent, UsageFields } from '../../domain/run-events.ts';
 
@@ -34,15 +35,22 @@ export function runLinks(runId: string): RunLinks {
   };
 }
 
-/** Builds the view of a run from its events. */
+/**
+ * Builds the view of a run from its events. A run without a `run_end` is `running` while it is
+ * live in this server or its process still exists, and `interrupted` once that process is gone.
+ */
 export function runView(
   runId: string,
   events: readonly RunEvent[],
   where: { readonly runlog: string; readonly torn: boolean; readonly live: boolean },
+  check: LivenessCheck,
 ): RunView {
   const end = events.findLast((event) => event.kind === 'run_end');
+  const summary = summarizeRun(runId, events, check);
   return {
-    ...summarizeRun(runId, events),
+    ...summary,
+    // This server runs it: running whatever its runlog records of its owner.
+    ...(where.live && summary.status === 'interrupted' ? { status: 'running' as const } : {}),
     usage: end?.kind === 'run_end' ? { ...end.usage } : null,
     ...where,
     links: runLinks(runId),
