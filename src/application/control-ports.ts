@@ -49,7 +49,10 @@ export interface MirroredRun {
   readonly status: string;
 }
 
-/** A row of `control.runs`. `status` is `running` until the run's `run_end` is mirrored. */
+/**
+ * A row of `control.runs`. `status` is `running` until the run's `run_end` is mirrored, or
+ * `interrupted` once sync finds its process gone without one.
+ */
 export interface ControlRunRow {
   readonly id: string;
   readonly specialist: string | null;
@@ -121,6 +124,12 @@ export interface ControlWriter {
   write(batch: ControlBatch): Promise<ControlWriteCounts>;
   /** How many events the store holds per run. */
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>>;
+  /**
+   * Sets these runs to `interrupted` where their row says `running`: their runlog has no
+   * `run_end` and their process is gone (SPEC §6). Other statuses are left alone, and a
+   * `run_end` written later still overwrites it. Returns how many rows changed.
+   */
+  markInterrupted(runIds: readonly string[]): Promise<number>;
 }
 
 /** Reads the control plane back: runs for listings, aggregates for the exports. */

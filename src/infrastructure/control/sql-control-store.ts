@@ -14,6 +14,7 @@ import type {
 } from '../../application/control-ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { queryCallTotals, queryHealth, queryInsights, queryUsage } from './export-queries.ts';
+import { markInterrupted } from './mark-interrupted.ts';
 import { applyMigrations } from './migrations.ts';
 import { queryMirroredRuns, queryModelCalls, queryRun, queryRunEvents, queryRuns } from './run-queries.ts';
 import type { SqlExecutor } from './sql-executor.ts';
@@ -44,6 +45,10 @@ export class SqlControlStore implements ControlStore {
 
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>> {
     return queryMirroredRuns(this.#db);
+  }
+
+  markInterrupted(runIds: readonly string[]): Promise<number> {
+    return markInterrupted(this.#db, runIds);
   }
 
   listRuns(options: { readonly limit: number }): Promise<readonly ControlRunRow[]> {

@@ -1,7 +1,10 @@
 import type { ControlStore } from '../../application/control-ports.ts';
 import type { RunLogStore } from '../../application/ports.ts';
+import type { ProcessLiveness } from '../../application/process-liveness.ts';
+import { runStatusWithoutEnd } from '../../application/run-summary.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { LocalProcessLiveness } from '../runlog/process-liveness.ts';
 import { ModelCallTracker } from './model-calls.ts';
 
 /** What `syncRunlogs` did. Run twice, the second report has nothing inserted or updated. */
@@ -11,6 +14,8 @@ export interface SyncReport {
   readonly runsUpdated: number;
   readonly eventsInserted: number;
   readonly modelCallsInserted: number;
+  /** Runs the store had as running whose runlog has no end and whose process is gone: now `interrupted`. */
+  readonly runsInterrupted: number;
   /** Runlogs that could not be read (corrupt, vanished); the others are synced regardless. */
   readonly failed: readonly { readonly runId: string; readonly message: string }[];
 }
@@ -21,12 +26,18 @@ export interface SyncOptions {
   readonly batchSize?: number;
   /** Told about each run as it is done, for progress output. */
   readonly onRun?: (runId: string, inserted: number) => void;
+  /** Tells whether a run's owner is alive; default: this machine's processes. */
+  readonly liveness?: ProcessLiveness;
+  /** The time now, for owners that cannot be checked (see `runStatusWithoutEnd`). */
+  readonly now?: Date;
 }
 
 /**
  * Backfills the control plane from the runlogs (`fabric control sync`): every run whose events
  * the store does not fully hold is written again; rows already there are kept (the writes are
  * keyed by (run_id, seq)), so it is idempotent and fills exactly what the mirror missed.
+ * A run whose runlog has no `run_end` and whose process is gone is marked `interrupted` (only
+ * where the store says `running`; a `run_end` written later still overwrites it).
  * Throws when the store itself is unreachable: this is an explicit command, not a run.
  */
 export async function syncRunlogs(
@@ -38,6 +49,8 @@ export async function syncRunlogs(
   await store.migrate();
   const mirrored = await store.mirroredRuns();
   const runIds = await runLogs.list();
+  const check = { liveness: options.liveness ?? new LocalProcessLiveness(), now: options.now ?? new Date() };
+  const abandoned: string[] = [];
   const failed: { runId: string; message: string }[] = [];
   let runsUpdated = 0;
   let eventsInserted = 0;
@@ -54,6 +67,9 @@ export async function syncRunlogs(
       failed.push({ runId, message: errorMessage(error) });
       continue;
     }
+    const ended = events.some((event) => event.kind === 'run_end');
+    if (events.length > 0 && !ended && runStatusWithoutEnd(events, check) === 'interrupted')
+      abandoned.push(loggedId);
     const held = mirrored.get(loggedId);
     if (events.length === 0 || (held !== undefined && held.events >= events.length)) continue;
     const calls = ModelCallTracker.fromEvents(events);
@@ -74,5 +90,14 @@ export async function syncRunlogs(
     modelCallsInserted += callsInserted;
     options.onRun?.(runId, inserted);
   }
-  return { runsScanned: runIds.length, runsUpdated, eventsInserted, modelCallsInserted, failed };
+  // After the writes, so a run the store had not seen has its row to mark.
+  const runsInterrupted = abandoned.length === 0 ? 0 : await store.markInterrupted(abandoned);
+  return {
+    runsScanned: runIds.length,
+    runsUpdated,
+    eventsInserted,
+    modelCallsInserted,
+    runsInterrupted,
+    failed,
+  };
 }

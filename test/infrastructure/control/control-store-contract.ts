@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { ControlStore } from '../../../src/application/control-ports.ts';
-import type { RunEvent } from '../../../src/domain/run-events.ts';
+import type { ProcessLiveness } from '../../../src/application/process-liveness.ts';
+import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
 import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
 import { buildExports, exportAll } from '../../../src/infrastructure/control/exports.ts';
 import { SCHEMA_VERSION } from '../../../src/infrastructure/control/migrations.ts';
@@ -183,6 +184,7 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
           runsUpdated: 1,
           eventsInserted: 19,
           modelCallsInserted: 5,
+          runsInterrupted: 0,
           failed: [],
         });
         await expectMirrored(store, runsDir, id);
@@ -193,6 +195,7 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
           runsUpdated: 0,
           eventsInserted: 0,
           modelCallsInserted: 0,
+          runsInterrupted: 0,
           failed: [],
         });
       });
@@ -252,6 +255,7 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
           runsUpdated: 1,
           eventsInserted: 5,
           modelCallsInserted: 3,
+          runsInterrupted: 0,
           failed: [],
         });
         const snapshot = [await store.getRun(mirrored), await store.getRun(unmirrored)];
@@ -261,11 +265,66 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
           runsUpdated: 0,
           eventsInserted: 0,
           modelCallsInserted: 0,
+          runsInterrupted: 0,
           failed: [],
         });
         expect([await store.getRun(mirrored), await store.getRun(unmirrored)]).toEqual(snapshot);
         await expectMirrored(store, runsDir, mirrored);
         await expectMirrored(store, runsDir, unmirrored);
+      });
+    });
+
+    it('marks a run interrupted only while it is running, and a later run_end still wins', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const cut = runId('cut');
+        const ended = runId('ended');
+        const events = await writeRunlog(runsDir, cut, '2029-01-08T10:00:00Z', succeededRun());
+        await store.write({ events: events.slice(0, 8), modelCalls: [] });
+        await store.write({
+          events: await writeRunlog(runsDir, ended, '2029-01-08T11:00:00Z', unavailableRun()),
+          modelCalls: [],
+        });
+
+        expect(await store.markInterrupted([cut, ended, 'no-such-run'])).toBe(1);
+        expect(await store.getRun(cut)).toMatchObject({ status: 'interrupted', ended_at: null });
+        expect((await store.getRun(ended))?.status).toBe('failed');
+        expect(await store.markInterrupted([cut])).toBe(0);
+        expect(await store.markInterrupted([])).toBe(0);
+
+        // The run was alive after all (on a host sync could not check): its run_end overwrites.
+        await store.write({ events: events.slice(8), modelCalls: [] });
+        expect(await store.getRun(cut)).toMatchObject({ status: 'succeeded', steps: 4 });
+      });
+    });
+
+    it('syncs a run whose process is gone as interrupted, and leaves one whose process lives running', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const dead = runId('dead');
+        const alive = runId('alive');
+        const owned = (pid: number) => {
+          const [start, ...rest] = succeededRun().slice(0, 6);
+          return [{ ...start!, pid, host: 'box' } as RunEventInput, ...rest];
+        };
+        await writeRunlog(runsDir, dead, '2029-01-09T10:00:00Z', owned(1111));
+        await writeRunlog(runsDir, alive, '2029-01-09T11:00:00Z', owned(2222));
+        const liveness: ProcessLiveness = { isOwnerAlive: (owner) => owner.pid === 2222 };
+        const runLogs = new FileRunLogStore(runsDir);
+
+        expect(await syncRunlogs(store, runLogs, { liveness })).toMatchObject({
+          runsUpdated: 2,
+          eventsInserted: 12,
+          runsInterrupted: 1,
+        });
+        expect((await store.getRun(dead))?.status).toBe('interrupted');
+        expect((await store.getRun(alive))?.status).toBe('running');
+        await expectMirrored(store, runsDir, dead);
+        expect(await syncRunlogs(store, runLogs, { liveness })).toMatchObject({
+          runsUpdated: 0,
+          eventsInserted: 0,
+          runsInterrupted: 0,
+        });
       });
     });
 
