@@ -4,13 +4,31 @@
 // Deno start it as it is, without a TypeScript loader in the worker.
 import { parentPort, workerData } from 'node:worker_threads';
 
+const SMALL_MEMORY = [
+  '-c',
+  'shared_buffers=16MB',
+  '-c',
+  'work_mem=1MB',
+  '-c',
+  'temp_buffers=1MB',
+  '-c',
+  'wal_buffers=256kB',
+];
+
 let db = null;
 let opening = null;
 
 async function open() {
   if (db) return db;
   if (!opening) {
-    opening = import('@electric-sql/pglite').then(({ PGlite }) => PGlite.create(workerData.dataDir));
+    opening = import('@electric-sql/pglite').then(({ PGlite }) =>
+      PGlite.create(workerData.dataDir, {
+        // Postgres's default shared_buffers (128 MB) is for a server; the mirror writes small
+        // batches. Measured on reopening a data directory and writing 10k events: peak RSS
+        // 364 MiB with the defaults, 219 MiB with these (issue 11).
+        startParams: [...PGlite.defaultStartParams, ...SMALL_MEMORY],
+      }),
+    );
   }
   db = await opening;
   return db;
