@@ -47,7 +47,7 @@ try {
   // The first run warms the fabric up (pack module, model catalog) and shows what it sends.
   server.push(...unitsScript(STEPS));
   if ((await fabricRun()) !== STEPS) throw new Error('bench: the warm-up run did not take 50 steps');
-  const shape = shapeOf(server.chatRequests()[0]);
+  const shape = shapeOf(server.chatRequests()[0]?.body);
 
   const contenders: [string, () => Promise<number>][] = [
     ['bare fetch loop (baseline)', () => bareFetchRun(server.url, shape, { maxSteps: STEPS + 5 })],

@@ -1,13 +1,13 @@
 /**
- * The one place the benches build a fabric, so the move from `new Fabric(config)` to
- * `createFabric(config)` (SPEC §10) is one line here.
+ * The one place the benches build a fabric (the composition root of SPEC §10), so a change in
+ * how a fabric is made is one line here.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/load.ts';
 import type { RunResult } from '../../src/domain/run-result.ts';
-import { Fabric } from '../../src/interfaces/compose.ts';
+import { createFabric } from '../../src/interfaces/compose.ts';
 import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 
 /** A fabric as the benches use it. */
@@ -44,10 +44,9 @@ export async function openFabric(
   cwd: string,
 ): Promise<BenchFabric> {
   const config = await loadConfig({ configPath, cwd, env });
-  const fabric = new Fabric(config, { env });
+  const fabric = createFabric(config, { env });
   return {
     run: (task) => fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
-    // `Fabric` has no close() yet; `createFabric` adds one (SPEC §10).
-    close: async () => {},
+    close: () => fabric.close(),
   };
 }

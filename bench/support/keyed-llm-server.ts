@@ -17,6 +17,8 @@ export interface KeyedLlmServer {
   readonly url: string;
   /** Chat requests answered so far. */
   readonly chatRequests: () => number;
+  /** The body of the first chat request (to send the same prompt and tools from a baseline). */
+  readonly firstChatBody: () => unknown;
   stop(): Promise<void>;
 }
 
@@ -25,12 +27,14 @@ const MODELS: FakeModel[] = [{ id: MODEL_ID, toolUse: true }];
 /** Every run gets `steps - 1` `convert_units` turns, then `finish_task`. */
 export async function startKeyedLlmServer(steps: number): Promise<KeyedLlmServer> {
   let chats = 0;
+  let first: unknown;
   const sockets = new Set<Socket>();
   const answer = (method: string, path: string, raw: string): Answer => {
     if (method !== 'POST' || path !== '/v1/chat/completions')
       return lmStudioCatalog(method, path, MODELS, false) ?? lmStudioUnknownRoute(method, path);
     chats += 1;
     const body = JSON.parse(raw) as { messages: { role: string }[]; stream?: boolean };
+    first ??= body;
     if (body.stream !== true) return jsonAnswer(400, { error: 'bench: expected a streaming request' });
     const done = body.messages.filter((m) => m.role === 'tool').length;
     const turn = done < steps - 1 ? CONVERT_TURN : FINISH_TURN;
@@ -67,6 +71,7 @@ export async function startKeyedLlmServer(steps: number): Promise<KeyedLlmServer
   return {
     url: `http://127.0.0.1:${address.port}`,
     chatRequests: () => chats,
+    firstChatBody: () => first,
     stop: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();

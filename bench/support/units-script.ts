@@ -2,7 +2,7 @@
  * The one script every contender runs: `convert_units` on every step but the last, then
  * `finish_task`. The prompt and tool schemas are the fabric's own, taken from its first request.
  */
-import type { RecordedRequest, ScriptedTurn } from '../../test/support/fake-llm-server.ts';
+import type { ScriptedTurn } from '../../test/support/fake-llm-server.ts';
 
 export const MODEL_ID = 'bench-model';
 export const TASK = 'Convert 1 km to metres, one step at a time.';
@@ -45,9 +45,9 @@ export interface ChatShape {
   readonly tools: readonly WireTool[];
 }
 
-/** Reads the system prompt and tools out of the fabric's first recorded chat request. */
-export function shapeOf(request: RecordedRequest | undefined): ChatShape {
-  const body = request?.body as
+/** Reads the system prompt and tools out of the body of the fabric's first chat request. */
+export function shapeOf(requestBody: unknown): ChatShape {
+  const body = requestBody as
     | { messages?: { role: string; content: string }[]; tools?: WireTool[] }
     | undefined;
   const system = body?.messages?.find((m) => m.role === 'system')?.content;
