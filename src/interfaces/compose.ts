@@ -2,6 +2,8 @@
  * The composition root shared by the CLI, the HTTP API and the MCP server: it builds the
  * adapters from the config and injects them into the application.
  */
+import { hostname } from 'node:os';
+import process from 'node:process';
 import { executeTask } from '../application/execute-task.ts';
 import type {
   BackendProbe,
@@ -27,6 +29,9 @@ import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { systemClock } from '../infrastructure/runlog/stamp.ts';
 import { FABRIC_VERSION } from './version.ts';
+
+/** This process, as the owner of the runs it makes. */
+const RUN_OWNER = { pid: process.pid, host: hostname() };
 
 /** What a run request carries, from any interface. */
 export interface RunRequest {
@@ -238,6 +243,8 @@ export class Fabric {
       configDigest: this.config.digest,
       fabricVersion: FABRIC_VERSION,
       clock: systemClock,
+      // Recorded in run_start: a run whose process is gone shows as interrupted (SPEC §6).
+      owner: RUN_OWNER,
       signal: request.signal,
       ...(request.runId === undefined ? {} : { runId: request.runId }),
     });
