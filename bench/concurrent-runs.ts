@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/load.ts';
-import { openControlStore } from '../src/infrastructure/control/open-control-store.ts';
 import { ROOT } from '../test/support/fabric-cli.ts';
+import { controlRows } from './support/control-rows.ts';
 import { benchEnv, unitsConfig, writeConfig } from './support/fabric-adapter.ts';
 import { httpRun } from './support/http-runs.ts';
 import { startKeyedLlmServer } from './support/keyed-llm-server.ts';
@@ -71,24 +71,6 @@ async function serveCase(name: string, control: Record<string, unknown>): Promis
     peakMiB,
     control: await controlRows(config, new Set(outcomes.map((o) => o.runId))),
   };
-}
-
-/** Asks the control store, once the server has stopped, which of the runs it holds. */
-async function controlRows(
-  config: Awaited<ReturnType<typeof loadConfig>>,
-  ids: Set<string>,
-): Promise<string> {
-  const store = openControlStore({ enabled: true, dsn: config.control.dsn, runsDir: config.runs_dir });
-  if (store === null) return '-';
-  try {
-    const rows = (await store.listRuns({ limit: ids.size * 2 + 10 })).filter((row) => ids.has(row.id));
-    const ended = rows.filter((row) => row.status !== 'running').length;
-    return `${rows.length}/${ids.size} (${ended} ended)`;
-  } catch (error) {
-    return `unreadable: ${String(error).slice(0, 60)}`;
-  } finally {
-    await store.close();
-  }
 }
 
 async function baselineCase(cap: number): Promise<CaseResult> {

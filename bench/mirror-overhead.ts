@@ -1,121 +1,145 @@
 /**
- * What mirroring to the control plane adds to a 50-step run (issue 6), as ratios against the
- * same run with the control plane off, measured in this process. Run by `npm run bench`.
+ * The control plane on against off (SPEC §7, §15): what mirroring to the embedded database and
+ * to Postgres adds to a 50-step run, measured two ways, as ratios against the control plane off:
+ * - per run in a long-lived process (serve, mcp, a daemon): one fabric per case, runs one after
+ *   another, then the time `close()` takes to flush the mirror and release the store;
+ * - for the whole command (`fabric run`, in-process): config, model choice, run, mirror flush.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
-import { stringify } from 'yaml';
+import type { RunResult } from '../src/domain/run-result.ts';
 import { runCli } from '../src/interfaces/cli/cli.ts';
-import { EXAMPLE_PACK } from '../test/support/fabric-cli.ts';
-import { type ScriptedTurn, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
+import { startFakeLlmServer } from '../test/support/fake-llm-server.ts';
+import {
+  type BenchFabric,
+  benchEnv,
+  openFabric,
+  unitsConfig,
+  writeConfig,
+} from './support/fabric-adapter.ts';
+import { controlRows } from './support/control-rows.ts';
+import { createThrowawayDb } from './support/postgres-db.ts';
+import { fmt, median, printTable, ratio, rounds, since } from './support/stats.ts';
+import { MODEL_ID, TASK, unitsScript } from './support/units-script.ts';
 
 const STEPS = 50;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const PG = process.env.FABRIC_BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
+const ROUNDS = rounds(7, 2);
 
-function script(): ScriptedTurn[] {
-  const step: ScriptedTurn = {
-    reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 1, from: 'km', to: 'm' } }] },
-  };
-  return [
-    ...Array.from({ length: STEPS - 1 }, () => step),
-    { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'done', answer: '1000 m' } }] } },
-  ];
+interface Case {
+  readonly name: string;
+  readonly control: Record<string, unknown>;
+  /** One config and runs directory per case, kept across rounds as a user's runs/ is. */
+  dir: string;
+  configPath: string;
+  env: Record<string, string>;
+  readonly perRun: number[];
+  closeMs: number;
+  /** What the control plane holds of the runs of the per-run series, after close(). */
+  mirrored: string;
+  readonly command: number[];
 }
 
-// One runs directory for every round, as a user's runs/ persists: the embedded database is
-// created once and then opened, not created, by each run.
-const RUNS_DIR = await mkdtemp(join(tmpdir(), 'fabric-bench-runs-'));
+const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-mirror-'));
+const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL_ID, toolUse: true }] });
+const db = await createThrowawayDb();
 
-async function timeRun(control: Record<string, unknown>): Promise<{ totalMs: number; runMs: number }> {
-  const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-'));
-  const server = await startFakeLlmServer({
-    flavor: 'lm_studio',
-    models: [{ id: 'bench-model', toolUse: true }],
-    script: script(),
+function script(): void {
+  server.requests.length = 0; // recorded requests would pile up across runs
+  server.push(...unitsScript(STEPS));
+}
+
+function check(name: string, result: Pick<RunResult, 'status' | 'steps'>): void {
+  const chats = server.chatRequests().length;
+  if (result.status !== 'succeeded' || result.steps !== STEPS || chats !== STEPS)
+    throw new Error(`bench: ${name}: run ${result.status} after ${result.steps} steps, ${chats} requests`);
+}
+
+/** One run through `fabric`; its time goes to `samples`; returns its run id. */
+async function timeRun(c: Case, fabric: BenchFabric, samples: number[] = []): Promise<string> {
+  script();
+  const start = performance.now();
+  const result = await fabric.run(TASK);
+  samples.push(since(start));
+  check(c.name, result);
+  return result.run_id;
+}
+
+async function timeCommand(c: Case): Promise<number> {
+  script();
+  let stdout = '';
+  let stderr = '';
+  const start = performance.now();
+  const code = await runCli(['run', '-s', 'units', '--json', '--config', c.configPath, TASK], {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env: c.env,
+    cwd: c.dir,
+    signal: new AbortController().signal,
   });
-  try {
-    const configPath = join(dir, 'fabric.yaml');
-    await writeFile(
-      configPath,
-      stringify({
-        control,
-        loop: { max_steps: STEPS + 5 },
-        specialists: { units: { builder: `${EXAMPLE_PACK}#buildPack` } },
-      }),
-    );
-    let stdout = '';
-    const started = performance.now();
-    const code = await runCli(['run', '-s', 'units', '--json', '--config', configPath, 'bench'], {
-      stdout: { write: (text: string) => (stdout += text) },
-      stderr: { write: () => true },
-      env: { LM_STUDIO_URL: server.url, OLLAMA_HOST: '127.0.0.1:9', FABRIC_RUNS_DIR: RUNS_DIR },
-      cwd: dir,
-      signal: new AbortController().signal,
-    });
-    const totalMs = performance.now() - started;
-    if (code !== 0) throw new Error(`run exited ${code}: ${stdout}`);
-    const result = JSON.parse(stdout) as { steps: number; runlog: string };
-    if (result.steps !== STEPS) throw new Error(`expected ${STEPS} steps, got ${result.steps}`);
-    const { readFile } = await import('node:fs/promises');
-    const end = (await readFile(result.runlog, 'utf8')).trim().split('\n').at(-1) ?? '{}';
-    return { totalMs, runMs: (JSON.parse(end) as { duration_ms: number }).duration_ms };
-  } finally {
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  const ms = since(start);
+  if (code !== 0) throw new Error(`bench: ${c.name}: fabric run exited ${code}: ${stdout}${stderr}`);
+  check(c.name, JSON.parse(stdout) as RunResult);
+  return ms;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-}
-
-async function main(): Promise<void> {
-  const dbName = `fabric_bench_${Date.now()}`;
-  const admin = postgres(`${PG}/test`, { max: 1, onnotice: () => {} });
-  let pgDsn: string | undefined;
-  try {
-    await admin.unsafe(`create database ${dbName}`);
-    pgDsn = `${PG}/${dbName}`;
-  } catch {
-    console.log('  (Postgres not reachable: skipping the server case)');
-  }
-  const cases: [string, Record<string, unknown>][] = [
+try {
+  const cases: Case[] = [];
+  const controls: [string, Record<string, unknown>][] = [
     ['control off (baseline)', { enabled: false }],
     ['embedded PGlite', { enabled: true }],
-    ...(pgDsn
-      ? ([['Postgres server', { enabled: true, dsn: pgDsn }]] as [string, Record<string, unknown>][])
-      : []),
   ];
-  await timeRun({ enabled: false }); // warm-up: module loading and the JIT
-  await timeRun({ enabled: true }); // creates the embedded database once, as a first run would
-  const rows: { name: string; run: number; total: number }[] = [];
-  for (const [name, control] of cases) {
-    const samples = [];
-    for (let i = 0; i < ROUNDS; i += 1) samples.push(await timeRun(control));
-    rows.push({
+  if (db) controls.push(['Postgres server', { enabled: true, dsn: db.dsn }]);
+  for (const [name, control] of controls) {
+    const caseDir = await mkdtemp(join(dir, 'case-'));
+    const env = benchEnv(server.url, join(caseDir, 'runs'));
+    const configPath = await writeConfig(caseDir, unitsConfig({ control, loop: { max_steps: STEPS + 5 } }));
+    cases.push({
       name,
-      run: median(samples.map((s) => s.runMs)),
-      total: median(samples.map((s) => s.totalMs)),
+      control,
+      dir: caseDir,
+      configPath,
+      env,
+      perRun: [],
+      closeMs: 0,
+      mirrored: '-',
+      command: [],
     });
   }
-  const base = rows[0]!;
-  console.log(
-    `A ${STEPS}-step run, median of ${ROUNDS}: the run's own wall time (run_start to run_end), and the`,
-  );
-  console.log('whole command (model choice, run, and the mirror flush at the end):');
-  for (const row of rows) {
-    console.log(
-      `  ${row.name.padEnd(24)} run ${row.run.toFixed(0).padStart(5)} ms ${(row.run / base.run).toFixed(2)}x   ` +
-        `command ${row.total.toFixed(0).padStart(5)} ms ${(row.total / base.total).toFixed(2)}x`,
-    );
-  }
-  if (pgDsn) await admin.unsafe(`drop database ${dbName} with (force)`);
-  await admin.end();
-  await rm(RUNS_DIR, { recursive: true, force: true });
-}
 
-await main();
+  // Per run, in a long-lived process: one case at a time, so that one case's mirror, still
+  // writing in the background, does not slow the next case's runs down.
+  for (const c of cases) {
+    const fabric = await openFabric(c.configPath, c.env, c.dir);
+    const ids = new Set<string>();
+    ids.add(await timeRun(c, fabric)); // warm-up: the pack module, the catalog, the control store
+    for (let round = 0; round < ROUNDS; round += 1) ids.add(await timeRun(c, fabric, c.perRun));
+    const start = performance.now();
+    await fabric.close();
+    c.closeMs = since(start);
+    c.mirrored = await controlRows(fabric.config, ids);
+  }
+
+  // The whole command. The warm-up's embedded database exists already, as on a user's second run.
+  for (const c of cases) await timeCommand(c);
+  for (let round = 0; round < ROUNDS; round += 1) for (const c of cases) c.command.push(await timeCommand(c));
+
+  const base = cases[0]!;
+  printTable(
+    `Control plane on vs off: a ${STEPS}-step run, median of ${ROUNDS}; close() flushes the mirror of ${ROUNDS + 1} runs`,
+    ['control plane', 'per run ms', 'x', 'close ms', 'mirrored', 'fabric run (command) ms', 'x'],
+    cases.map((c) => [
+      c.name,
+      fmt(median(c.perRun)),
+      ratio(median(c.perRun), median(base.perRun)),
+      fmt(c.closeMs),
+      c.mirrored,
+      fmt(median(c.command)),
+      ratio(median(c.command), median(base.command)),
+    ]),
+  );
+} finally {
+  await server.stop();
+  await db?.drop();
+  await rm(dir, { recursive: true, force: true });
+}

@@ -5,13 +5,14 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { loadConfig } from '../../src/config/load.ts';
+import { type FabricConfig, loadConfig } from '../../src/config/load.ts';
 import type { RunResult } from '../../src/domain/run-result.ts';
 import { createFabric } from '../../src/interfaces/compose.ts';
 import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 
 /** A fabric as the benches use it. */
 export interface BenchFabric {
+  readonly config: FabricConfig;
   run(task: string): Promise<RunResult>;
   close(): Promise<void>;
 }
@@ -46,6 +47,7 @@ export async function openFabric(
   const config = await loadConfig({ configPath, cwd, env });
   const fabric = createFabric(config, { env });
   return {
+    config,
     run: (task) => fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
     close: () => fabric.close(),
   };
