@@ -1,49 +1,63 @@
-// `npm run bench`: speed figures as ratios against a baseline measured in the same run.
-// Never asserted in tests (DEVELOPERS.md): this prints, and exits 0.
+// `npm run bench [-- PART...]`: speed figures as ratios against baselines measured in the same
+// run (SPEC §15). Never asserted in tests (DEVELOPERS.md): it prints. It exits non-zero only
+// when a part fails, since a bench that measures errors is worse than none.
+//
+//   npm run bench                     every part
+//   npm run bench -- loop runlog      some parts
+//   BENCH_QUICK=1 npm run bench       few rounds: to check that it works, not to measure
+//   BENCH_ROUNDS=N                    N rounds wherever a part takes a median
 import { spawnSync } from 'node:child_process';
+import { availableParallelism, cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const runs = Number(process.env.BENCH_RUNS ?? 10);
+const tsx = (file) => ['--import', 'tsx', join(root, 'bench', file)];
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+/** Each part, in the order they run; the TypeScript ones through tsx. */
+const PARTS = {
+  startup: { what: 'CLI start-up against node -e 0', args: [join(root, 'bench/startup.mjs')] },
+  loop: { what: 'a 50-step run against a bare fetch loop and agent SDKs', args: tsx('loop-overhead.ts') },
+  control: { what: 'control plane on (PGlite, Postgres) against off', args: tsx('mirror-overhead.ts') },
+  concurrent: { what: '100 concurrent HTTP runs against bare loops', args: tsx('concurrent-runs.ts') },
+  runlog: { what: 'runlog write throughput against appendFileSync', args: tsx('runlog-throughput.ts') },
+};
+
+const asked = process.argv.slice(2);
+if (asked.includes('--help') || asked.includes('-h')) {
+  console.log('Usage: npm run bench [-- PART...]   (BENCH_QUICK=1 for a quick check)\n\nParts:');
+  for (const [name, part] of Object.entries(PARTS)) console.log(`  ${name.padEnd(11)} ${part.what}`);
+  process.exit(0);
 }
+const unknown = asked.filter((name) => !(name in PARTS));
+if (unknown.length > 0) {
+  console.error(`bench: no part ${unknown.join(', ')}; the parts: ${Object.keys(PARTS).join(', ')}`);
+  process.exit(2);
+}
+const parts = asked.length > 0 ? asked : Object.keys(PARTS);
 
-function time(command, args) {
-  const samples = [];
-  for (let i = 0; i < runs + 1; i += 1) {
-    const start = process.hrtime.bigint();
-    const result = spawnSync(command, args, {
-      cwd: root,
-      stdio: 'ignore',
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}`);
-    if (i > 0) samples.push(ms); // the first run warms the disk cache and tsx's cache
+const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== '0';
+const gib = (totalmem() / 2 ** 30).toFixed(1);
+console.log(
+  `agent-fabric bench, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: node ${process.version}, ` +
+    `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), ${gib} GiB${quick ? ', BENCH_QUICK' : ''}`,
+);
+
+const failed = [];
+for (const name of parts) {
+  const started = Date.now();
+  console.log(`\n## ${name}: ${PARTS[name].what}`);
+  const result = spawnSync(process.execPath, PARTS[name].args, { cwd: root, stdio: 'inherit' });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (result.status === 0) console.log(`\n(${name}: ${seconds} s)`);
+  else {
+    failed.push(name);
+    console.error(
+      `\nbench: ${name} FAILED (exit ${result.status ?? result.signal}) after ${seconds} s; its figures are not valid`,
+    );
   }
-  return median(samples);
 }
-
-const baseline = time(process.execPath, ['-e', '0']);
-const rows = [
-  ['node -e 0 (baseline)', baseline],
-  ['fabric --help (node)', time(process.execPath, ['bin/fabric.mjs', '--help'])],
-  ['fabric specialists (node)', time(process.execPath, ['bin/fabric.mjs', 'specialists'])],
-  [
-    'fabric --help (deno)',
-    time(join(root, 'node_modules/.bin/deno'), [
-      'run',
-      '-A',
-      '--quiet',
-      'src/interfaces/cli/main.ts',
-      '--help',
-    ]),
-  ],
-];
-console.log(`CLI start-up, median of ${runs} runs:`);
-for (const [name, ms] of rows)
-  console.log(`  ${name.padEnd(28)} ${ms.toFixed(0).padStart(6)} ms  ${(ms / baseline).toFixed(2)}x`);
+if (failed.length > 0) {
+  console.error(`\nbench: ${failed.length} part(s) failed: ${failed.join(', ')}`);
+  process.exit(1);
+}
