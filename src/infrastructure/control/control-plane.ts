@@ -6,6 +6,8 @@ import type { FileRunLogStore } from '../runlog/file-run-log-store.ts';
 import { ControlMirror, type ControlMirrorOptions } from './control-mirror.ts';
 import { syncRunlogs } from './sync.ts';
 
+const UNFINISHED_CHECK_MS = 60_000;
+
 /** How a process's control plane behaves besides its store. */
 export interface ControlPlaneOptions {
   /**
@@ -47,6 +49,7 @@ export class ControlPlane {
   #pass: Promise<BackfillReport> | null = null;
   /** Runlogs changed after this (ms since epoch) are looked at by the next pass; 0: all of them. */
   #scannedUpTo = 0;
+  #nextUnfinishedCheck = 0;
   #closed = false;
 
   constructor(store: ControlStore, runLogs: FileRunLogStore, options: ControlPlaneOptions) {
@@ -106,6 +109,7 @@ export class ControlPlane {
     for (const runId of this.#owed) if (!this.#live.has(runId)) wanted.add(runId);
     if (this.#options.backfillOthers) {
       for (const runId of await this.#changedSince(this.#scannedUpTo)) wanted.add(runId);
+      for (const runId of await this.#unfinished(passStarted)) wanted.add(runId);
     }
     if (wanted.size === 0) {
       if (this.#options.backfillOthers) this.#scannedUpTo = passStarted;
@@ -122,6 +126,24 @@ export class ControlPlane {
         `control plane: backfill from the runlogs failed (${errorMessage(error)}); it is tried again shortly.`,
       );
       return { runs: 0, events: 0 };
+    }
+  }
+
+  /**
+   * Now and then (every minute), the runs the store still has as `running` that are not in
+   * progress here: a run whose process died has a runlog that no longer changes, and sync marks
+   * it `interrupted` (SPEC §6) once it reads it.
+   */
+  async #unfinished(now: number): Promise<string[]> {
+    if (now < this.#nextUnfinishedCheck) return [];
+    this.#nextUnfinishedCheck = now + UNFINISHED_CHECK_MS;
+    try {
+      const held = await this.store.mirroredRuns();
+      return [...held.values()]
+        .filter((run) => run.status === 'running' && !this.#live.has(run.runId))
+        .map((run) => run.runId);
+    } catch {
+      return [];
     }
   }
 

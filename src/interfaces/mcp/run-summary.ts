@@ -1,11 +1,12 @@
 import type { RunLogContents } from '../../application/ports.ts';
-import type { RunStatus } from '../../domain/run-result.ts';
+import { type RunSummaryStatus, runStatusWithoutEnd } from '../../application/run-summary.ts';
+import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 
 /** A run as its runlog tells it: the RunResult's fields, plus what the run was asked. */
 export interface RunSummary {
   readonly run_id: string;
-  /** `running` when the log has no `run_end` yet (the run is live, or was killed). */
-  readonly status: RunStatus | 'running';
+  /** Without a `run_end`: `running` while its process lives, `interrupted` once it is gone (SPEC §6). */
+  readonly status: RunSummaryStatus;
   readonly specialist: string | null;
   readonly task: string | null;
   readonly payload: Record<string, unknown> | null;
@@ -21,6 +22,8 @@ export interface RunSummary {
   readonly torn: boolean;
 }
 
+const LIVENESS = new LocalProcessLiveness();
+
 /** Summarises a runlog into a RunResult-like object. */
 export function summarizeRun(contents: RunLogContents): RunSummary {
   const start = contents.events.find((event) => event.kind === 'run_start');
@@ -31,7 +34,10 @@ export function summarizeRun(contents: RunLogContents): RunSummary {
   );
   return {
     run_id: contents.runId,
-    status: end?.kind === 'run_end' ? end.status : 'running',
+    status:
+      end?.kind === 'run_end'
+        ? end.status
+        : runStatusWithoutEnd(contents.events, { liveness: LIVENESS, now: new Date() }),
     specialist: start?.kind === 'run_start' ? start.specialist : null,
     task: start?.kind === 'run_start' ? start.task : null,
     payload: end?.kind === 'run_end' ? end.payload : null,

@@ -66,6 +66,9 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
         print(
           `synced ${report.runsScanned} run(s): ${report.runsUpdated} updated, ${report.eventsInserted} event(s) and ` +
             `${report.modelCallsInserted} model call(s) added` +
+            (report.runsInterrupted > 0
+              ? `; ${report.runsInterrupted} run(s) whose process is gone marked interrupted`
+              : '') +
             (report.failed.length > 0 ? `; ${report.failed.length} unreadable runlog(s)` : ''),
           report,
         );
