@@ -1,3 +1,5 @@
+import { Buffer } from 'node:buffer';
+import { writeSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -95,14 +97,22 @@ export class FileRunLogStore implements RunLogStore {
   }
 }
 
+/**
+ * One run's runlog file. Each line is written synchronously before `append` resolves: a line
+ * into the page cache takes microseconds, where an awaited `appendFile` costs a thread-pool
+ * round trip per event (~0.1 ms; about 200 events make a third of a 50-step run's overhead).
+ * So lines land in seq order, a reader of a live run sees every event already recorded, and a
+ * failed write rejects the very `append` that made it. `close` makes the file durable.
+ */
 class FileRunLog implements RunLog {
   readonly runId: string;
   readonly location: string;
   readonly #handle: FileHandle;
   readonly #clock: Clock;
   #seq = 0;
-  #tail: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The first failed write: the lines after it would follow a torn one, so none are written. */
+  #failure: FabricError | undefined;
 
   constructor(runId: string, location: string, handle: FileHandle, clock: Clock) {
     this.runId = runId;
@@ -114,27 +124,42 @@ class FileRunLog implements RunLog {
   append(event: RunEventInput): Promise<RunEvent> {
     if (this.#closed)
       return Promise.reject(new FabricError('internal', `The runlog of ${this.runId} is closed.`));
+    if (this.#failure) return Promise.reject(this.#failure);
     this.#seq += 1;
     const stamped = stampEvent(event, this.runId, this.#seq, this.#clock);
-    const line = `${JSON.stringify(stamped)}\n`;
-    // Writes are chained so lines land in seq order even when callers do not await.
-    const write = this.#tail.then(async () => {
-      await this.#handle.appendFile(line, 'utf8');
-    });
-    this.#tail = write.catch(() => {});
-    return write.then(() => stamped);
+    try {
+      writeLine(this.#handle.fd, `${JSON.stringify(stamped)}\n`);
+    } catch (error) {
+      this.#failure = new FabricError(
+        'internal',
+        `Cannot write the runlog ${this.location}: ${String(error)}. Free disk space or set FABRIC_RUNS_DIR to a writable directory.`,
+        { cause: error },
+      );
+      return Promise.reject(this.#failure);
+    }
+    return Promise.resolve(stamped);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#tail;
     try {
       await this.#handle.datasync();
     } finally {
       await this.#handle.close();
     }
+    // The runlog is the record: a log that lost a line does not close cleanly.
+    if (this.#failure) throw this.#failure;
   }
+}
+
+/** Writes all of `text`; `writeSync` may write part of it (a full disk, a signal). */
+function writeLine(fd: number, text: string): void {
+  const length = Buffer.byteLength(text, 'utf8');
+  const written = writeSync(fd, text);
+  if (written === length) return;
+  const bytes = Buffer.from(text, 'utf8');
+  for (let offset = written; offset < length; ) offset += writeSync(fd, bytes, offset, length - offset);
 }
 
 async function isFile(path: string): Promise<boolean> {

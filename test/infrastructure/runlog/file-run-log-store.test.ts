@@ -23,6 +23,18 @@ describe('FileRunLogStore on disk', () => {
     expect(JSON.parse(text)).toMatchObject({ kind: 'text_fallback', content: 'line\nbreak' });
   });
 
+  it('shows a reader of a live run every event already appended, before close', async () => {
+    const store = new FileRunLogStore(await tempRuns());
+    const log = await store.create('20260101T000000Z-live00');
+    const appended = [];
+    for (let step = 1; step <= 3; step += 1)
+      appended.push(await log.append({ kind: 'text_fallback', step, content: `s${step}` }));
+    const contents = await store.read('20260101T000000Z-live00');
+    expect(contents.events).toEqual(appended);
+    expect(contents.torn).toBe(false);
+    await log.close();
+  });
+
   it('tolerates a torn last line left by a killed process', async () => {
     const dir = await tempRuns();
     const store = new FileRunLogStore(dir);
