@@ -61,7 +61,7 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
       workspace: body.workspace,
       model: body.model,
       maxSteps: body.max_steps,
-      onNotice: (message) => log(`control plane: ${message}`),
+      // The server logs a control-plane outage once (`fabric serve`), not once per run.
     });
     log(`run ${live.runId} started (${body.specialist})`);
     void live.settled.then((result) => log(`run ${live.runId} ${result?.status ?? 'failed'}`));
