@@ -14,7 +14,7 @@ import { fmt, median, printTable, ratio, rounds, since } from './support/stats.t
 import { MODEL_ID, TASK, shapeOf, unitsScript } from './support/units-script.ts';
 
 const STEPS = 50;
-const ROUNDS = rounds(9, 2);
+const ROUNDS = rounds(15, 2);
 
 const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-loop-'));
 const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL_ID, toolUse: true }] });

@@ -24,7 +24,7 @@ import { fmt, median, printTable, ratio, rounds, since } from './support/stats.t
 import { MODEL_ID, TASK, unitsScript } from './support/units-script.ts';
 
 const STEPS = 50;
-const ROUNDS = rounds(7, 2);
+const ROUNDS = rounds(9, 2);
 
 interface Case {
   readonly name: string;

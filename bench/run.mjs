@@ -7,7 +7,7 @@
 //   BENCH_QUICK=1 npm run bench       few rounds: to check that it works, not to measure
 //   BENCH_ROUNDS=N                    N rounds wherever a part takes a median
 import { spawnSync } from 'node:child_process';
-import { availableParallelism, cpus, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -40,7 +40,9 @@ const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !
 const gib = (totalmem() / 2 ** 30).toFixed(1);
 console.log(
   `agent-fabric bench, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: node ${process.version}, ` +
-    `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), ${gib} GiB${quick ? ', BENCH_QUICK' : ''}`,
+    `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), ${gib} GiB, ` +
+    // Other work on the machine moves every figure: the load says how quiet it was.
+    `load ${loadavg()[0]?.toFixed(2)}${quick ? ', BENCH_QUICK' : ''}`,
 );
 
 const failed = [];
