@@ -3,57 +3,96 @@ import type { RunEvent } from '../../domain/run-events.ts';
 import { jsonParam } from './json-param.ts';
 import type { SqlQuery } from './sql-executor.ts';
 
-// Each statement takes its rows as one JSON array ($1) expanded by jsonb_to_recordset: one
-// round trip per table whatever the batch size, and the same text on both drivers.
-
-// A run seen before its run_start (the store came back mid-run) still gets a row; run_start
-// fills it in later, through the mirror or through sync.
-const ENSURE_RUNS = `insert into control.runs (id, started_at)
-  select r.run_id, min(r.ts) from jsonb_to_recordset($1::text::jsonb) as r(run_id text, ts timestamptz)
+// The whole batch is ONE statement: data-modifying CTEs run as a unit, so the batch is atomic
+// without a transaction around it, costs one round trip, and runs the same on both drivers.
+// Its rows travel as one JSON document ($1), expanded by jsonb_to_recordset.
+//
+// A run gets one row per batch, merged from everything the batch says about it: two inserts
+// into one table in one statement would touch the same row twice, which Postgres refuses.
+// - A run seen before its run_start (the store came back mid-run) still gets a row; run_start
+//   fills it in later, through the mirror or through sync.
+// - run_start leaves status alone, and run_end the start fields: either may come first (sync
+//   after a partial mirror). So the update takes each group of columns from the batch only when
+//   the batch has that event, and leaves a run the batch merely mentions untouched.
+const WRITE_BATCH = `with batch as (select $1::text::jsonb as doc),
+seen as (
+  select r.run_id, min(r.ts) as ts
+  from batch, jsonb_to_recordset(batch.doc->'seen') as r(run_id text, ts timestamptz)
   group by r.run_id
-  on conflict (id) do nothing`;
-
-// Leaves status alone: the run_end may have been written first (sync after a partial mirror).
-const UPSERT_RUN_START = `insert into control.runs (id, specialist, task, model, backend, started_at)
-  select r.run_id, r.specialist, r.task, r.model, r.backend, r.ts
-  from jsonb_to_recordset($1::text::jsonb)
+),
+starts as (
+  select r.* from batch, jsonb_to_recordset(batch.doc->'starts')
     as r(run_id text, specialist text, task text, model text, backend text, ts timestamptz)
-  on conflict (id) do update set specialist = excluded.specialist, task = excluded.task,
-    model = excluded.model, backend = excluded.backend, started_at = excluded.started_at,
-    updated_at = now()`;
-
-const UPSERT_RUN_END = `insert into control.runs (id, status, ended_at, steps, prompt_tokens,
-    completion_tokens, total_tokens, duration_ms, payload, error)
-  select r.run_id, r.status, r.ts, r.steps, r.prompt_tokens, r.completion_tokens, r.total_tokens,
-    r.duration_ms, r.payload, r.error
-  from jsonb_to_recordset($1::text::jsonb) as r(run_id text, status text, ts timestamptz, steps integer,
-    prompt_tokens integer, completion_tokens integer, total_tokens integer, duration_ms integer,
-    payload jsonb, error jsonb)
-  on conflict (id) do update set status = excluded.status, ended_at = excluded.ended_at,
-    steps = excluded.steps, prompt_tokens = excluded.prompt_tokens,
-    completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens,
-    duration_ms = excluded.duration_ms, payload = excluded.payload, error = excluded.error,
-    updated_at = now()`;
-
-const INSERT_EVENTS = `insert into control.run_events (run_id, seq, kind, ts, body)
+),
+ends as (
+  select r.* from batch, jsonb_to_recordset(batch.doc->'ends')
+    as r(run_id text, status text, ts timestamptz, steps integer, prompt_tokens integer,
+      completion_tokens integer, total_tokens integer, duration_ms integer, payload jsonb, error jsonb)
+),
+merged as (
+  select seen.run_id, s.run_id is not null as has_start, e.run_id is not null as has_end,
+    s.specialist, s.task, s.model, s.backend, coalesce(s.ts, seen.ts) as started_at,
+    coalesce(e.status, 'running') as status, e.ts as ended_at, e.steps, e.prompt_tokens,
+    e.completion_tokens, e.total_tokens, e.duration_ms, e.payload, e.error
+  from seen
+  left join starts s on s.run_id = seen.run_id
+  left join ends e on e.run_id = seen.run_id
+),
+runs_written as (
+  insert into control.runs as t (id, specialist, task, model, backend, started_at, status, ended_at,
+    steps, prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error)
+  select run_id, specialist, task, model, backend, started_at, status, ended_at, steps,
+    prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error
+  from merged
+  on conflict (id) do update set
+    (specialist, task, model, backend, started_at, status, ended_at, steps, prompt_tokens,
+      completion_tokens, total_tokens, duration_ms, payload, error, updated_at) = (
+    select
+      case when m.has_start then excluded.specialist else t.specialist end,
+      case when m.has_start then excluded.task else t.task end,
+      case when m.has_start then excluded.model else t.model end,
+      case when m.has_start then excluded.backend else t.backend end,
+      case when m.has_start then excluded.started_at else t.started_at end,
+      case when m.has_end then excluded.status else t.status end,
+      case when m.has_end then excluded.ended_at else t.ended_at end,
+      case when m.has_end then excluded.steps else t.steps end,
+      case when m.has_end then excluded.prompt_tokens else t.prompt_tokens end,
+      case when m.has_end then excluded.completion_tokens else t.completion_tokens end,
+      case when m.has_end then excluded.total_tokens else t.total_tokens end,
+      case when m.has_end then excluded.duration_ms else t.duration_ms end,
+      case when m.has_end then excluded.payload else t.payload end,
+      case when m.has_end then excluded.error else t.error end,
+      now()
+    from merged m where m.run_id = excluded.id)
+  where exists (select 1 from merged m where m.run_id = excluded.id and (m.has_start or m.has_end))
+),
+events_written as (
+  insert into control.run_events (run_id, seq, kind, ts, body)
   select r.run_id, r.seq, r.kind, r.ts, r.body
-  from jsonb_to_recordset($1::text::jsonb)
+  from batch, jsonb_to_recordset(batch.doc->'events')
     as r(run_id text, seq integer, kind text, ts timestamptz, body jsonb)
   on conflict (run_id, seq) do nothing
-  returning seq`;
-
-const INSERT_CALLS = `insert into control.agent_run (run_id, seq, step, tool, model, latency_ms, success,
+  returning 1
+),
+calls_written as (
+  insert into control.agent_run (run_id, seq, step, tool, model, latency_ms, success,
     error_reason, prompt_tokens, completion_tokens, total_tokens, ts)
   select r.run_id, r.seq, r.step, r.tool, r.model, r.latency_ms, r.success, r.error_reason,
     r.prompt_tokens, r.completion_tokens, r.total_tokens, r.ts
-  from jsonb_to_recordset($1::text::jsonb) as r(run_id text, seq integer, step integer, tool text,
-    model text, latency_ms integer, success boolean, error_reason text, prompt_tokens integer,
-    completion_tokens integer, total_tokens integer, ts timestamptz)
+  from batch, jsonb_to_recordset(batch.doc->'calls') as r(run_id text, seq integer, step integer,
+    tool text, model text, latency_ms integer, success boolean, error_reason text,
+    prompt_tokens integer, completion_tokens integer, total_tokens integer, ts timestamptz)
   on conflict (run_id, seq) do nothing
-  returning seq`;
+  returning 1
+)
+select (select count(*) from events_written)::integer as events,
+  (select count(*) from calls_written)::integer as model_calls`;
 
-/** Writes a batch; the caller runs it in a transaction. Returns the rows actually inserted. */
-export async function writeBatch(tx: SqlQuery, batch: ControlBatch): Promise<ControlWriteCounts> {
+/**
+ * Writes a batch in one statement (atomic by itself; a caller's transaction around it changes
+ * nothing). Returns the rows actually inserted.
+ */
+export async function writeBatch(db: SqlQuery, batch: ControlBatch): Promise<ControlWriteCounts> {
   if (batch.events.length === 0 && batch.modelCalls.length === 0) return { events: 0, modelCalls: 0 };
   const starts = new Map<string, Record<string, unknown>>();
   const ends = new Map<string, Record<string, unknown>>();
@@ -77,14 +116,16 @@ export async function writeBatch(tx: SqlQuery, batch: ControlBatch): Promise<Con
     }
   }
   const seen = [...batch.events, ...batch.modelCalls].map((row) => ({ run_id: row.run_id, ts: row.ts }));
-  await tx.query(ENSURE_RUNS, [jsonParam(seen)]);
-  if (starts.size > 0) await tx.query(UPSERT_RUN_START, [jsonParam([...starts.values()])]);
-  if (ends.size > 0) await tx.query(UPSERT_RUN_END, [jsonParam([...ends.values()])]);
-  const events =
-    batch.events.length === 0 ? [] : await tx.query(INSERT_EVENTS, [jsonParam(batch.events.map(eventRow))]);
-  const calls =
-    batch.modelCalls.length === 0 ? [] : await tx.query(INSERT_CALLS, [jsonParam(batch.modelCalls)]);
-  return { events: events.length, modelCalls: calls.length };
+  const [counts] = await db.query<{ events: number; model_calls: number }>(WRITE_BATCH, [
+    jsonParam({
+      seen,
+      starts: [...starts.values()],
+      ends: [...ends.values()],
+      events: batch.events.map(eventRow),
+      calls: batch.modelCalls,
+    }),
+  ]);
+  return { events: counts?.events ?? 0, modelCalls: counts?.model_calls ?? 0 };
 }
 
 /** The envelope goes to columns; everything else (`v` included) is the body. */
