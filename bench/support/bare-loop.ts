@@ -105,11 +105,13 @@ async function streamTurn(baseUrl: string, body: object): Promise<{ content: str
       if (choice.finish_reason) finished = true;
     }
   };
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  // A TextDecoder on the byte reader: a TextDecoderStream would add a stream stage per chunk.
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    buffer += value;
+    buffer += decoder.decode(value, { stream: true });
     let end = buffer.indexOf('\n\n');
     while (end !== -1) {
       onEvent(buffer.slice(0, end));
