@@ -43,6 +43,8 @@ export interface TcpProxy {
 /** Options of `startTcpProxy`. */
 export interface TcpProxyOptions {
   readonly target: { readonly host: string; readonly port: number };
+  /** Where to listen; a free port by default. Given, a test can bring a server back where it was. */
+  readonly port?: number;
   readonly fault?: Fault;
   /** Told when the fault fires (the test knows what it was doing then). */
   readonly onFault?: (fault: Fault) => void;
@@ -149,7 +151,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     client.on('data', (chunk: Buffer) => onData(pipe, 'to_server', chunk));
     upstream.on('data', (chunk: Buffer) => onData(pipe, 'to_client', chunk));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
 
   return {
@@ -192,12 +194,12 @@ export function seededRandom(seed: number): () => number {
 /**
  * A fault somewhere in `[from, to)` of a conversation measured beforehand (a healthy run of the
  * same scenario through a proxy): the seed picks the kind (mostly cuts by byte, some by chunk,
- * a few stalls), the direction, and the offset.
+ * some stalls), the direction, and the offset.
  */
 export function seededFault(seed: number, from: Traffic, to: Traffic): Fault {
   const random = seededRandom(seed);
   const roll = random();
-  const kind = roll < 0.7 ? 'cut_at_byte' : roll < 0.9 ? 'cut_at_chunk' : 'stall_at_byte';
+  const kind = roll < 0.65 ? 'cut_at_byte' : roll < 0.85 ? 'cut_at_chunk' : 'stall_at_byte';
   const direction: Direction = random() < 0.5 ? 'to_server' : 'to_client';
   const unit = kind === 'cut_at_chunk' ? 'chunks' : 'bytes';
   const start = from[direction][unit];

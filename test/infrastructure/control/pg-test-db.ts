@@ -80,3 +80,16 @@ export async function startSilentServer(): Promise<{ port: number; close(): Prom
     },
   };
 }
+
+/** A server that accepts every connection and closes it at once: a database that keeps hanging up. */
+export async function startHangUpServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.destroy();
+  });
+  const port = await listen(server);
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -10,6 +10,7 @@ import {
   PostgresExecutor,
   redactDsn,
 } from '../../../src/infrastructure/control/postgres-control-store.ts';
+import { startTcpProxy } from '../../support/tcp-proxy.ts';
 import { type ControlStoreHarness, controlStoreContract } from './control-store-contract.ts';
 import { succeededRun, tempRunsDir, writeRunlog } from './fixtures.ts';
 import { closedPort, createTestDatabase, startPgProxy, startSilentServer } from './pg-test-db.ts';
@@ -66,6 +67,42 @@ describe('PostgresControlStore', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await silent.close();
     await store.close().catch(() => {});
+  });
+});
+
+describe('PostgresExecutor', () => {
+  it('never runs the rest of a transaction on a new connection once its own has closed', async () => {
+    const url = new URL(database.dsn);
+    const target = { host: url.hostname, port: Number(url.port || 5432) };
+    const first = await startTcpProxy({ target });
+    url.port = String(first.port);
+    const db = new PostgresExecutor(url.toString(), { timeoutMs: 5_000 });
+    let back: Awaited<ReturnType<typeof startTcpProxy>> | undefined;
+    try {
+      await db.query('create table tx_guard (n integer)');
+      const outcome = db.transaction(async (tx) => {
+        await tx.query('insert into tx_guard values (1)');
+        // Between two statements the connection goes away, and the server is back at once: the
+        // pool would reconnect, and the second insert would commit on its own, half a transaction.
+        await first.close();
+        back = await startTcpProxy({ target, port: first.port });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        await tx.query('insert into tx_guard values (2)');
+      });
+      await expect(outcome).rejects.toMatchObject({ code: 'connection_lost' });
+      expect(await db.query('select n from tx_guard')).toEqual([]);
+    } finally {
+      await db.close();
+      await back?.close();
+    }
+  });
+
+  it('rejects calls after close instead of reconnecting', async () => {
+    const db = new PostgresExecutor(database.dsn, {});
+    await db.query('select 1');
+    await db.close();
+    await expect(db.query('select 1')).rejects.toMatchObject({ code: 'closed' });
+    await expect(db.transaction(async () => 1)).rejects.toMatchObject({ code: 'closed' });
   });
 });
 
