@@ -74,6 +74,11 @@ export function collectBoundedBody(
       fail(new ToolError('The response took too long or the run was cancelled.', { cause: signal.reason }));
     }
     if (signal.aborted) return onAbort();
+    if (source.errored !== null || source.destroyed) {
+      return fail(
+        new ToolError('The connection failed before the body was read.', { cause: source.errored }),
+      );
+    }
     signal.addEventListener('abort', onAbort, { once: true });
 
     source.on('error', (error) => {
