@@ -5,6 +5,7 @@
 import process from 'node:process';
 import { readEnvironment } from '../../config/env.ts';
 import { runCli } from './cli.ts';
+import { closableOutput } from './closable-output.ts';
 
 const controller = new AbortController();
 let interrupts = 0;
@@ -17,8 +18,9 @@ process.on('SIGINT', () => {
 process.on('SIGTERM', () => controller.abort(new Error('cancelled by SIGTERM')));
 
 const code = await runCli(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
+  // A closed pipe stops the output, never the run (issue 12).
+  stdout: closableOutput(process.stdout),
+  stderr: closableOutput(process.stderr),
   env: readEnvironment(),
   cwd: process.cwd(),
   signal: controller.signal,
