@@ -9,7 +9,11 @@ export interface SqlQuery {
   query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]>;
 }
 
-/** A connection (or pool) that can also run a function in a transaction and be closed. */
+/**
+ * A connection (or pool) that can also run a function in a transaction and be closed. When the
+ * database goes away, a call rejects (in bounded time, for a server): it never hangs, and never
+ * throws outside the promise it returned.
+ */
 export interface SqlExecutor extends SqlQuery {
   transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T>;
   close(): Promise<void>;
