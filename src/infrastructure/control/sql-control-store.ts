@@ -40,7 +40,9 @@ export class SqlControlStore implements ControlStore {
   }
 
   write(batch: ControlBatch): Promise<ControlWriteCounts> {
-    return this.#db.transaction((tx) => writeBatch(tx, batch));
+    // One statement, atomic by itself: one round trip (one message to the PGlite worker), and no
+    // transaction to be cut in the middle of.
+    return writeBatch(this.#db, batch);
   }
 
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>> {
