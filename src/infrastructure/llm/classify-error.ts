@@ -1,4 +1,4 @@
-import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai/core/error';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 
 /** A backend fault: `transient` ones are retried, the others end the run at once. */
