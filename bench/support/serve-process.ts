@@ -62,3 +62,25 @@ export async function peakRssMiB(pid: number | 'self'): Promise<number> {
   if (kib === undefined) throw new Error(`bench: no VmHWM in /proc/${pid}/status`);
   return Number(kib) / 1024;
 }
+
+/**
+ * Waits until a process is idle: at most one clock tick (10 ms) of CPU in each of three
+ * 100 ms samples, or `timeoutMs`. A server's background work (a control-plane mirror writing
+ * its backlog) would otherwise fall on whatever is measured next.
+ */
+export async function waitQuiet(pid: number, timeoutMs = 30_000): Promise<void> {
+  const cpuTicks = async () => {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // After "pid (comm) ": state is field 3, utime 14 and stime 15 (proc(5)).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const deadline = performance.now() + timeoutMs;
+  let last = await cpuTicks();
+  for (let calm = 0; calm < 3 && performance.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = await cpuTicks();
+    calm = now - last <= 1 ? calm + 1 : 0;
+    last = now;
+  }
+}
