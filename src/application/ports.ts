@@ -135,13 +135,25 @@ export function hasFinishGate(pack: SpecialistPack): pack is SpecialistPack & Fi
   return typeof (pack as Partial<FinishGate>).checkFinish === 'function';
 }
 
+/** The fabric-wide settings every pack receives. */
+export interface FabricSettings {
+  readonly searxngUrl: string | undefined;
+  /**
+   * The runs directory: the record of every run. When it lies inside a workspace, no tool of the
+   * pack may read or change it (SPEC §6).
+   */
+  readonly runsDir?: string | undefined;
+  /** The config file in use: protected like the runs directory (it names tokens and commands). */
+  readonly configFile?: string | undefined;
+}
+
 /** What a pack builder receives: the specialist's config entry and the fabric-wide settings. */
 export interface PackBuildContext {
   readonly specialist: string;
   readonly config: SpecialistConfig;
   /** Absolute workspace path: `--workspace`, else the configured one, else undefined. */
   readonly workspace: string | undefined;
-  readonly settings: { readonly searxngUrl: string | undefined };
+  readonly settings: FabricSettings;
 }
 
 /** A pack factory: `builtin:<name>`, or the export a custom pack's module names. Knows nothing of MCP. */

@@ -1,4 +1,4 @@
-import type { SpecialistPack } from '../../application/ports.ts';
+import type { FabricSettings, SpecialistPack } from '../../application/ports.ts';
 import type { Environment } from '../../config/env.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
 import { attachMcpServers } from './mcp-pack.ts';
@@ -19,7 +19,7 @@ export type PackWrap = (
   pack: SpecialistPack,
   name: string,
   config: SpecialistConfig,
-  context?: { readonly workspace: string | undefined },
+  context?: { readonly workspace: string | undefined; readonly settings?: FabricSettings },
 ) => SpecialistPack;
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
@@ -48,7 +48,9 @@ export function createMcpWrap(options: McpWrapOptions): PackWrap {
       clientVersion: options.clientVersion,
       callTimeoutMs: (config.sandbox?.timeout_s ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
       connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      wrapLaunch: sandbox?.mcp ? (launch) => sandboxedLaunch(launch, sandbox, options.baseDir) : undefined,
+      wrapLaunch: sandbox?.mcp
+        ? (launch) => sandboxedLaunch(launch, sandbox, options.baseDir, undefined, context?.settings)
+        : undefined,
     });
   };
 }

@@ -1,9 +1,11 @@
 import { access, realpath, stat } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import type { FabricSettings } from '../../application/ports.ts';
 import type { SandboxConfig } from '../../config/schema.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { SANDBOX_HOME, bwrapArgs, probeBwrap } from '../sandbox/bwrap.ts';
+import { recordPathsIn } from '../sandbox/record-paths.ts';
 import type { StdioLaunch } from './stdio-transport.ts';
 
 /** Where the sandbox already mounts everything read-only: a program there needs no extra bind. */
@@ -21,6 +23,7 @@ export async function sandboxedLaunch(
   sandbox: SandboxConfig,
   baseDir: string,
   onNotice: (message: string) => void = () => {},
+  settings: FabricSettings = { searxngUrl: undefined },
 ): Promise<StdioLaunch> {
   const probe = await probeBwrap();
   if (!probe.ok) {
@@ -44,7 +47,10 @@ export async function sandboxedLaunch(
       root: launch.cwd,
       toolchain: { binDir: undefined, cargoHome: undefined, rustupHome: undefined },
       network: sandbox.network,
-      readOnlyInWorkspace: [],
+      // The run record (runs directory, config file) stays read-only when it lies in the workspace.
+      readOnlyInWorkspace: (
+        await recordPathsIn(await realpath(launch.cwd).catch(() => launch.cwd), settings)
+      ).map((entry) => entry.absolute),
       readOnlyPaths,
     },
     [program, ...launch.args],

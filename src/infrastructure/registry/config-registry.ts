@@ -2,6 +2,7 @@ import { stat } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type {
+  FabricSettings,
   PackBuilder,
   SpecialistInfo,
   SpecialistPack,
@@ -18,14 +19,18 @@ export interface ConfigRegistryOptions {
   /** Directory relative builder paths are resolved against (the config file's). */
   readonly baseDir: string;
   readonly builtins: BuiltinPacks;
-  readonly settings: { readonly searxngUrl: string | undefined };
+  /**
+   * Passed to every pack. `runsDir` and `configFile` are the record the packs' tools must not
+   * reach (SPEC §6): the composition root passes `config.runs_dir` and `config.source`.
+   */
+  readonly settings: FabricSettings;
   /** Wraps a built pack, e.g. to attach MCP servers. Pack builders know nothing of it. */
   readonly wrap?: (
     pack: SpecialistPack,
     name: string,
     config: SpecialistConfig,
-    /** The absolute workspace of this build (MCP servers run there by default). */
-    context: { readonly workspace: string | undefined },
+    /** The absolute workspace of this build (MCP servers run there by default), and the settings. */
+    context: { readonly workspace: string | undefined; readonly settings: FabricSettings },
   ) => SpecialistPack;
 }
 
@@ -35,6 +40,11 @@ export class ConfigRegistry implements SpecialistRegistry {
 
   constructor(options: ConfigRegistryOptions) {
     this.#options = options;
+  }
+
+  /** The settings every pack is built with. */
+  get settings(): FabricSettings {
+    return this.#options.settings;
   }
 
   list(): readonly SpecialistInfo[] {
@@ -91,6 +101,7 @@ export class ConfigRegistry implements SpecialistRegistry {
     if (!this.#options.wrap) return pack;
     return this.#options.wrap(pack, name, config, {
       workspace: workspace === undefined ? undefined : resolve(workspace),
+      settings: this.#options.settings,
     });
   }
 

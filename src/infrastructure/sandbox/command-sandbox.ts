@@ -8,6 +8,7 @@ import { type Bwrap, bwrapArgs, probeBwrap, SANDBOX_CARGO_HOME, SANDBOX_HOME } f
 import { childEnv } from './child-env.ts';
 import { checkCommand, parseAllowlist } from './command-policy.ts';
 import { restoreGuarded, snapshotGuarded } from './protected-paths.ts';
+import type { RecordPath } from './record-paths.ts';
 import { type RunOutcome, runCommand } from './run-command.ts';
 import { discoverToolchain, fixedPath, type Toolchain, type ToolchainHints } from './toolchain.ts';
 import { sandboxViolation } from './violation.ts';
@@ -26,6 +27,8 @@ export interface CommandSandboxOptions {
   readonly toolchain?: ToolchainHints | undefined;
   /** Told once per process when bubblewrap is unavailable. */
   readonly onNotice?: ((message: string) => void) | undefined;
+  /** The run record inside the workspace (runs directory, config file): read-only to commands. */
+  readonly record?: readonly RecordPath[] | undefined;
 }
 
 /** A finished command: its bounded output and how it was contained. */
@@ -43,7 +46,7 @@ interface Environment {
 }
 
 /** Root-level workspace entries mounted read-only inside bubblewrap when they exist. */
-const READ_ONLY_ENTRIES = ['.cargo', 'rust-toolchain', 'rust-toolchain.toml', '.git/config', '.git/hooks'];
+const READ_ONLY_ENTRIES = ['.cargo', 'rust-toolchain', 'rust-toolchain.toml', '.git'];
 
 let noticeGiven = false;
 
@@ -125,7 +128,11 @@ export class CommandSandbox {
       }
     }
     const program = await findProgram(argv[0]!, environment.toolchain);
-    const before = await snapshotGuarded(root);
+    // Without bubblewrap nothing mounts the config file read-only: it is put back like .cargo/.
+    const extraGuarded = (this.options.record ?? [])
+      .filter((entry) => entry.what === 'config_file')
+      .map((entry) => path.relative(root, entry.absolute));
+    const before = await snapshotGuarded(root, extraGuarded);
     const privateDir = environment.bwrap === undefined ? await makePrivateDir() : undefined;
     let outcome: RunOutcome;
     try {
@@ -147,7 +154,10 @@ export class CommandSandbox {
           root,
           toolchain: environment.toolchain,
           network: this.options.network,
-          readOnlyInWorkspace: await existingEntries(root),
+          readOnlyInWorkspace: await existingEntries(
+            root,
+            (this.options.record ?? []).map((entry) => path.relative(root, entry.absolute)),
+          ),
         };
         const args = await bwrapArgs(environment.bwrap, layout, [program, ...argv.slice(1)]);
         outcome = await runCommand({ ...base, file: environment.bwrap.path, args, floodLimitBytes });
@@ -155,7 +165,7 @@ export class CommandSandbox {
     } finally {
       if (privateDir !== undefined) await rm(privateDir, { recursive: true, force: true });
     }
-    const repaired = await restoreGuarded(root, before);
+    const repaired = await restoreGuarded(root, before, extraGuarded);
     if (repaired.length > 0) {
       throw sandboxViolation(
         `The command changed files the toolchain or git would execute (${repaired.join(', ')}); they were ` +
@@ -182,9 +192,9 @@ async function findProgram(name: string, toolchain: Toolchain): Promise<string> 
   throw new ToolError(`\`${name}\` is not installed on this machine (looked in ${fixedPath(toolchain)}).`);
 }
 
-async function existingEntries(root: string): Promise<string[]> {
+async function existingEntries(root: string, extra: readonly string[]): Promise<string[]> {
   const found: string[] = [];
-  for (const entry of READ_ONLY_ENTRIES) {
+  for (const entry of [...READ_ONLY_ENTRIES, ...extra]) {
     const absolute = path.join(root, entry);
     const parent = await lstat(path.dirname(absolute)).catch(() => undefined);
     const info = await lstat(absolute).catch(() => undefined);

@@ -1,7 +1,9 @@
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../../domain/errors.ts';
+import { isInside } from './is-inside.ts';
 import { isProtectedPath, isUnreadablePath } from './protected-paths.ts';
+import { RECORD_DESCRIPTIONS, type RecordPath, recordPathOf } from './record-paths.ts';
 import { sandboxViolation } from './violation.ts';
 
 /** Linux's PATH_MAX and NAME_MAX: anything longer is an attack or a mistake, never a real file. */
@@ -18,14 +20,7 @@ export interface ScopedPath {
   readonly missing: readonly string[];
 }
 
-/** True when `candidate` is `root` or below it. Separator-aware: `/ws-evil` is not inside `/ws`. */
-export function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate);
-  return (
-    relative === '' ||
-    (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
-  );
-}
+export { isInside };
 
 /**
  * Confines file tools to one workspace. Every path is resolved to its real location, symlinks
@@ -33,14 +28,25 @@ export function isInside(root: string, candidate: string): boolean {
  */
 export class PathScope {
   readonly root: string;
+  /** The run record inside the root (runs directory, config file): never read nor written. */
+  readonly record: readonly RecordPath[];
 
-  private constructor(root: string) {
+  private constructor(root: string, record: readonly RecordPath[]) {
     this.root = root;
+    this.record = record;
   }
 
-  /** Resolves the root's own real path once, so later checks compare real paths with real paths. */
-  static async create(root: string): Promise<PathScope> {
-    return new PathScope(await realpath(root));
+  /**
+   * Resolves the root's own real path once, so later checks compare real paths with real paths.
+   * `record` lists protected paths below the root (see `recordPathsIn`), as real paths.
+   */
+  static async create(root: string, record: readonly RecordPath[] = []): Promise<PathScope> {
+    return new PathScope(await realpath(root), record);
+  }
+
+  /** What protects `absolute` (a real path below the root), if anything does: for listings. */
+  recordPathOf(absolute: string): RecordPath | undefined {
+    return recordPathOf(this.record, absolute);
   }
 
   /** Resolves a path for reading: it must exist inside the root and not be a git internal. */
@@ -123,9 +129,25 @@ export class PathScope {
         real,
       );
     }
-    if (purpose === 'read' && missing.length > 0) throw notFound(requested);
     const absolute = path.join(real, ...missing);
+    // Before "not found": whether a protected path exists is not the model's business either.
+    this.#refuseRecord(requested, absolute, lexical);
+    if (purpose === 'read' && missing.length > 0) throw notFound(requested);
     return { absolute, relative: path.relative(this.root, absolute) || '.', missing };
+  }
+
+  /** Refuses the run record, by where the path really leads and by how it is spelled. */
+  #refuseRecord(requested: string, absolute: string, lexical: string): void {
+    const hit = recordPathOf(this.record, absolute) ?? recordPathOf(this.record, lexical);
+    if (hit === undefined) return;
+    const shown = path.relative(this.root, hit.absolute) || hit.absolute;
+    throw sandboxViolation(
+      `${requested} is inside ${shown}, ${RECORD_DESCRIPTIONS[hit.what]}. No tool may read or change it; ` +
+        'work on the project files only.',
+      hit.what === 'runs_dir' ? 'run_record' : 'protected_file',
+      requested,
+      absolute,
+    );
   }
 }
 

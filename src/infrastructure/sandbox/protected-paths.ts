@@ -44,8 +44,11 @@ const MAX_SNAPSHOT_BYTES = 8 * 1024 * 1024;
 /** The guarded entries as they were before a command: every file's bytes, every directory. */
 export type GuardSnapshot = ReadonlyMap<string, Buffer | 'dir' | 'link'>;
 
-/** Records the guarded entries of a workspace (small: config files and hooks). */
-export async function snapshotGuarded(root: string): Promise<GuardSnapshot> {
+/**
+ * Records the guarded entries of a workspace (small: config files and hooks), and `extra`
+ * files relative to the root (the fabric's config file when it lies in the workspace).
+ */
+export async function snapshotGuarded(root: string, extra: readonly string[] = []): Promise<GuardSnapshot> {
   const entries = new Map<string, Buffer | 'dir' | 'link'>();
   let bytes = 0;
   const visit = async (relative: string): Promise<void> => {
@@ -64,7 +67,7 @@ export async function snapshotGuarded(root: string): Promise<GuardSnapshot> {
       entries.set(relative, content);
     }
   };
-  for (const entry of GUARDED_ROOT_ENTRIES) if (!entries.has(entry)) await visit(entry);
+  for (const entry of [...GUARDED_ROOT_ENTRIES, ...extra]) if (!entries.has(entry)) await visit(entry);
   return entries;
 }
 
@@ -72,8 +75,12 @@ export async function snapshotGuarded(root: string): Promise<GuardSnapshot> {
  * Puts the guarded entries back as the snapshot recorded them: what a command created is
  * removed, what it changed or deleted is restored. Returns the paths that had to be repaired.
  */
-export async function restoreGuarded(root: string, before: GuardSnapshot): Promise<string[]> {
-  const after = await snapshotGuarded(root);
+export async function restoreGuarded(
+  root: string,
+  before: GuardSnapshot,
+  extra: readonly string[] = [],
+): Promise<string[]> {
+  const after = await snapshotGuarded(root, extra);
   const repaired: string[] = [];
   for (const [relative, now] of after) {
     const was = before.get(relative);

@@ -8,6 +8,7 @@ export type SandboxRule =
   | 'symlink_escape'
   | 'dangling_symlink'
   | 'protected_file'
+  | 'run_record'
   | 'shell_syntax'
   | 'program_path'
   | 'not_allowlisted'

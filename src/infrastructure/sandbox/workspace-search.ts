@@ -32,7 +32,11 @@ export async function listWorkspace(scope: PathScope, requested: string): Promis
       const absolute = path.join(dir, name);
       const relative = path.relative(scope.root, absolute);
       const info = await lstat(absolute);
-      if (info.isSymbolicLink())
+      if (scope.recordPathOf(absolute) !== undefined) {
+        lines.push(
+          `${relative}${info.isDirectory() ? '/' : ''} (the fabric's run record, not open to tools)`,
+        );
+      } else if (info.isSymbolicLink())
         lines.push(`${relative} -> ${await readlink(absolute)} (link, not followed)`);
       else if (info.isDirectory()) {
         const skipped = SKIPPED_DIRS.has(name);
@@ -90,6 +94,7 @@ export async function searchWorkspace(scope: PathScope, pattern: string, request
     for (const name of (await readdir(dir)).sort()) {
       if (more || files >= MAX_SEARCH_FILES) return;
       const absolute = path.join(dir, name);
+      if (scope.recordPathOf(absolute) !== undefined) continue;
       const info = await lstat(absolute);
       if (info.isDirectory() && !SKIPPED_DIRS.has(name)) await walk(absolute);
       else if (info.isFile()) await searchFile(absolute);

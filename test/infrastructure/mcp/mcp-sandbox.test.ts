@@ -1,10 +1,10 @@
-import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SpecialistPack } from '../../../src/application/ports.ts';
+import type { FabricSettings, SpecialistPack } from '../../../src/application/ports.ts';
 import { SpecialistSchema } from '../../../src/config/schema.ts';
 import type { McpPack } from '../../../src/infrastructure/mcp/mcp-pack.ts';
 import { createMcpWrap } from '../../../src/infrastructure/mcp/mcp-wrap.ts';
@@ -73,6 +73,7 @@ describe('MCP stdio servers under sandbox.mcp', () => {
 
   async function openProbe(
     sandbox: Record<string, unknown>,
+    settings: FabricSettings = { searxngUrl: undefined },
   ): Promise<(tool: string, target: string) => Promise<string>> {
     const config = v.parse(SpecialistSchema, {
       builder: 'builtin:x',
@@ -91,7 +92,7 @@ describe('MCP stdio servers under sandbox.mcp', () => {
       baseDir: workspace,
       clientVersion: 't',
     });
-    pack = wrap(inner, 'probe', config, { workspace });
+    pack = wrap(inner, 'probe', config, { workspace, settings });
     await pack.open(context.signal);
     return async (tool, target) => {
       const found = pack?.tools().find((candidate) => candidate.spec.name === `mcp__probe__${tool}`);
@@ -127,5 +128,22 @@ describe('MCP stdio servers under sandbox.mcp', () => {
     const call = await openProbe({ mcp: true, network: true, read_only_paths: [join(ROOT, 'node_modules')] });
     // The sandbox has its own network namespace unless network is shared: then loopback is the host's.
     expect(await call('connect_port', String(port))).toBe('connected');
+  });
+
+  it('gives a sandboxed server the runs directory and the config file read-only', async () => {
+    await mkdir(join(workspace, 'runs', 'r1'), { recursive: true });
+    await writeFile(join(workspace, 'runs', 'r1', 'runlog.jsonl'), '{}\n');
+    await writeFile(join(workspace, 'fabric.yaml'), 'specialists: {}\n');
+    const call = await openProbe(
+      { mcp: true, read_only_paths: [join(ROOT, 'node_modules')] },
+      { searxngUrl: undefined, runsDir: join(workspace, 'runs'), configFile: join(workspace, 'fabric.yaml') },
+    );
+    expect(await call('write_path', join(workspace, 'runs', 'r1', 'runlog.jsonl'))).toMatch(
+      /^refused: .*EROFS/,
+    );
+    expect(await call('write_path', join(workspace, 'runs', 'forged.jsonl'))).toMatch(/^refused: .*EROFS/);
+    expect(await call('write_path', join(workspace, 'fabric.yaml'))).toMatch(/^refused: .*EROFS/);
+    expect(await readFile(join(workspace, 'runs', 'r1', 'runlog.jsonl'), 'utf8')).toBe('{}\n');
+    expect(await call('write_path', join(workspace, 'out.txt'))).toBe('written');
   });
 });

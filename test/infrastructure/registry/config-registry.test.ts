@@ -1,8 +1,9 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../../src/config/load.ts';
-import { FabricError } from '../../../src/domain/errors.ts';
+import { FabricError, ToolError } from '../../../src/domain/errors.ts';
+import { BUILTIN_PACKS } from '../../../src/infrastructure/registry/builtin-packs.ts';
 import { ConfigRegistry } from '../../../src/infrastructure/registry/config-registry.ts';
 import { ROOT } from '../../support/fabric-cli.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
@@ -72,5 +73,41 @@ describe('ConfigRegistry', () => {
     const error = await failure(registry.getPack('rust', {}));
     expect(error.code).toBe('specialist_unknown');
     expect(error.message).toMatch(/Configured specialists: units/);
+  });
+
+  it('hands every pack the runs directory and config file, and the rust pack keeps its tools out of them', async () => {
+    const dir = await tempDir('fabric-registry-record-');
+    await mkdir(join(dir, 'runs', 'r1'), { recursive: true });
+    await writeFile(join(dir, 'runs', 'r1', 'runlog.jsonl'), '{}\n');
+    await writeFile(join(dir, 'fabric.yaml'), 'specialists: {}\n');
+    const config = await buildConfig(
+      { specialists: { rust: { builder: 'builtin:rust' } } },
+      join(dir, 'fabric.yaml'),
+      {},
+      dir,
+    );
+    const seen: unknown[] = [];
+    const registry = new ConfigRegistry({
+      specialists: config.specialists,
+      baseDir: dir,
+      builtins: BUILTIN_PACKS,
+      settings: { searxngUrl: undefined, runsDir: config.runs_dir, configFile: config.source },
+      wrap: (pack, _name, _config, context) => {
+        seen.push(context.settings);
+        return pack;
+      },
+    });
+    const pack = await registry.getPack('rust', { workspace: dir });
+    expect(seen).toEqual([
+      { searxngUrl: undefined, runsDir: join(dir, 'runs'), configFile: join(dir, 'fabric.yaml') },
+    ]);
+    const write = pack.tools().find((tool) => tool.spec.name === 'write_file')!;
+    const context = { runId: 'r', step: 1, signal: new AbortController().signal };
+    for (const path of ['runs/r1/runlog.jsonl', 'fabric.yaml']) {
+      const error = await write.run({ path, content: 'forged' }, context).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as ToolError).securityEvent).toMatchObject({ eventType: 'sandbox_violation' });
+    }
+    expect(await readFile(join(dir, 'runs', 'r1', 'runlog.jsonl'), 'utf8')).toBe('{}\n');
   });
 });

@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import * as v from 'valibot';
 import type {
   FinishGate,
@@ -10,6 +10,7 @@ import { type SandboxConfig, SandboxSchema } from '../../../config/schema.ts';
 import { errorMessage, FabricError } from '../../../domain/errors.ts';
 import { CommandSandbox } from '../../sandbox/command-sandbox.ts';
 import { PathScope } from '../../sandbox/path-scope.ts';
+import { recordPathsIn } from '../../sandbox/record-paths.ts';
 import { defineFinish } from '../define-tool.ts';
 import { cargoCheck } from './cargo-check.ts';
 import { commandTools } from './command-tools.ts';
@@ -57,7 +58,9 @@ export const buildRustPack: PackBuilder = async (context) => {
       `specialists.${context.specialist}.options: bwrap_path, cargo_home and rustup_home must be strings.`,
     );
   }
-  const scope = await PathScope.create(root);
+  // The runs directory and config file, when they lie in the workspace: out of every tool's reach.
+  const record = await recordPathsIn(await realpath(root), context.settings);
+  const scope = await PathScope.create(root, record);
   const sandbox = new CommandSandbox({
     root: scope.root,
     allowedCommands: sandboxConfig.allowed_commands,
@@ -68,6 +71,7 @@ export const buildRustPack: PackBuilder = async (context) => {
     bwrapPath: options.output.bwrap_path,
     toolchain: { cargoHome: options.output.cargo_home, rustupHome: options.output.rustup_home },
     onNotice: (message) => console.warn(`agent-fabric [${context.specialist}]: ${message}`),
+    record,
   });
   const tools = [...fileTools(scope), ...commandTools(sandbox, sandboxConfig.allowed_commands)];
   const pack: SpecialistPack & FinishGate = {

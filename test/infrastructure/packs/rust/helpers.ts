@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import type { SandboxConfig, SpecialistConfig } from '../../../../src/config/schema.ts';
-import type { SpecialistPack, Tool, ToolContext } from '../../../../src/application/ports.ts';
+import type { FabricSettings, SpecialistPack, Tool, ToolContext } from '../../../../src/application/ports.ts';
 import { ToolError } from '../../../../src/domain/errors.ts';
 import { buildRustPack } from '../../../../src/infrastructure/packs/rust/rust-pack.ts';
 
@@ -19,6 +19,7 @@ export async function rustPack(
   workspace: string,
   sandbox: Partial<SandboxConfig> = {},
   options: Record<string, unknown> = {},
+  settings: FabricSettings = { searxngUrl: undefined },
 ): Promise<SpecialistPack> {
   const config: SpecialistConfig = {
     builder: 'builtin:rust',
@@ -38,7 +39,7 @@ export async function rustPack(
       ...sandbox,
     },
   };
-  return buildRustPack({ specialist: 'rust', config, workspace, settings: { searxngUrl: undefined } });
+  return buildRustPack({ specialist: 'rust', config, workspace, settings });
 }
 
 /** A tool context with a fresh signal (or the given one). */
