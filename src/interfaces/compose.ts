@@ -55,11 +55,14 @@ export interface FabricOptions {
   /** The environment stdio MCP servers start from (only PATH and HOME); default: the process's. */
   readonly env?: Environment;
   /**
-   * Whether this process writes other processes' runlogs into the embedded control database
-   * while it holds it (SPEC §7): yes for servers and other long-lived processes (the default),
-   * no for a one-shot `fabric run`, whose runlog the next holder picks up.
+   * How long the process lives. `server` (the default: `fabric serve`, `fabric mcp`, embedding
+   * applications) holds the embedded control database while it runs and writes into it the
+   * runlogs other processes wrote (SPEC §7). `one_shot` (`fabric run`) leaves the embedded
+   * database closed — booting it would cost a short command more than its run — and its runs
+   * reach it from their runlogs when a server, `fabric runs` or `fabric control` next opens it;
+   * a Postgres store is mirrored to live either way.
    */
-  readonly backfill?: boolean;
+  readonly lifetime?: 'server' | 'one_shot';
   /** Told once about process-wide trouble (the control database went away); runs hear it too. */
   readonly onDegraded?: (message: string) => void;
 }
@@ -135,7 +138,10 @@ export class Fabric {
     return this.config.llm.models[name] ?? name;
   }
 
-  /** The process's control store (opened on first use), or null when the control plane is disabled. */
+  /**
+   * The process's control store (opened on first use), or null when the control plane is
+   * disabled, or embedded in a `one_shot` process.
+   */
   controlStore(): ControlStore | null {
     return this.#controlPlane()?.store ?? null;
   }
@@ -143,6 +149,11 @@ export class Fabric {
   /** The process's control plane; opened once, on first use. */
   #controlPlane(): ControlPlane | null {
     if (this.#control === undefined) {
+      const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
+      if (embedded && this.#options.lifetime === 'one_shot') {
+        this.#control = null;
+        return null;
+      }
       const store = openControlStore({
         enabled: this.config.control.enabled,
         dsn: this.config.control.dsn,
@@ -153,7 +164,7 @@ export class Fabric {
           ? null
           : new ControlPlane(store, this.runLogStore, {
               // Only the embedded database has a single holder that must pick up others' runs.
-              backfillOthers: store.kind === 'pglite' && this.#options.backfill !== false,
+              backfillOthers: store.kind === 'pglite',
               ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
             });
       this.#control?.start();

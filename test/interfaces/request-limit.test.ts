@@ -63,7 +63,7 @@ describe('llm.max_concurrent_requests across the runs of one Fabric', () => {
       cwd: sandbox.dir,
       env: testEnv(sandbox, server.url),
     });
-    const fabric = createFabric(config, { backfill: false });
+    const fabric = createFabric(config);
     const seen: string[] = [];
     const watch = (name: string): RunObserver => ({
       onEvent: (event) => {

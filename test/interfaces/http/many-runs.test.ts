@@ -88,15 +88,14 @@ describe('many runs in one fabric serve process, with the default embedded contr
       const lock = await readFile(`${embeddedControlDir(sandbox.runsDir)}.lock`, 'utf8');
       expect(Number(lock)).toBe(serve.pid);
 
-      // Another process runs while the server holds the store: it cannot open it, says who does,
-      // and still succeeds; the server writes its run into the store from the runlog.
+      // Another process runs while the server holds the store: a one-shot `fabric run` leaves
+      // the embedded store alone and succeeds; the server writes its run in from the runlog.
       const other = await spawnFabric(['run', '--specialist', 'units', '--json', 'Convert 1 km'], {
         env: { ...env, FABRIC_CONFIG: sandbox.configPath },
         cwd: sandbox.dir,
       });
       expect(other.exitCode).toBe(0);
-      expect(other.stderr).toContain(`held by process ${serve.pid}`);
-      expect(other.stderr.match(/control plane:/g)).toHaveLength(1);
+      expect(other.stderr).not.toContain('control plane:');
       const runs = await until('the other run to reach the store', async () => {
         const response = await fetch(`${url}/v1/exports/lm_insights_7d`);
         const insights = (await response.json()) as { totals: { runs: number } };

@@ -78,6 +78,11 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
       }
       case 'export': {
         const outDir = resolve(io.cwd, values.out ?? resolve(config.runs_dir, 'exports'));
+        // The embedded database holds what its holders wrote; one-shot runs since then are in
+        // their runlogs only, so they are written in first. (If another process holds it, that
+        // process has them already.)
+        if (store?.kind === 'pglite')
+          await syncRunlogs(store, new FileRunLogStore(config.runs_dir)).catch(() => {});
         const result = await exportAll(store, outDir);
         print(
           `wrote ${result.files.length} file(s) to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +

@@ -50,8 +50,9 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   }
   const maxSteps = positiveInt('--max-steps', values['max-steps']);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  // A one-shot run: the next holder of the embedded control database backfills other runs.
-  const fabric = createFabric(config, { backfill: false });
+  // One run, then exit: the embedded control database is not booted for it; whoever opens it
+  // next writes the run in from its runlog (a Postgres store is mirrored to live).
+  const fabric = createFabric(config, { lifetime: 'one_shot' });
   const style = styleFor(io.stderr, io.env);
   const result = await fabric
     .run({
