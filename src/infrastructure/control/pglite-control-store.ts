@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { acquireLock } from './dir-lock.ts';
+import { ensureDataDir } from './pglite-data-dir.ts';
 import type { SqlExecutor, SqlQuery } from './sql-executor.ts';
 import { SqlControlStore } from './sql-control-store.ts';
 
@@ -114,6 +115,12 @@ class PgliteExecutor implements SqlExecutor {
 
   async #spawn(): Promise<{ worker: Worker; release: () => Promise<void> }> {
     const release = await acquireLock(`${this.#dataDir}.lock`);
+    try {
+      await ensureDataDir(this.#dataDir);
+    } catch (error) {
+      await release();
+      throw error;
+    }
     try {
       const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
         workerData: { dataDir: this.#dataDir },

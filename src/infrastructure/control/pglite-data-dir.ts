@@ -1,0 +1,41 @@
+import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+
+const INIT_TIMEOUT_MS = 180_000;
+
+/**
+ * Makes sure the embedded database's data directory exists, creating it (initdb) in a child
+ * process that exits afterwards, so that the one-time memory peak of initdb (~800 MB) is not
+ * held by a long-lived server (issue 11: a reopened store peaks near 220 MB). Under Deno, or
+ * when the runtime cannot be started again, the worker creates the directory itself on open.
+ * Call with the directory's lock held.
+ */
+export async function ensureDataDir(dataDir: string): Promise<void> {
+  if (await exists(join(dataDir, 'PG_VERSION'))) return;
+  if ((globalThis as { Deno?: unknown }).Deno !== undefined) return;
+  const script = fileURLToPath(new URL('./pglite-init.mjs', import.meta.url));
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [script, dataDir], { timeout: INIT_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      if (error === null) resolve();
+      else
+        reject(
+          new Error(
+            `Could not create the embedded control database in ${dataDir}: ${stderr.trim() || error.message}`,
+            { cause: error },
+          ),
+        );
+    });
+  });
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
