@@ -9,6 +9,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'config_not_found':
     case 'specialist_unknown':
     case 'pack_load_failed':
+    // A runlog that is not a whole run is bad input, like a bad config file.
+    case 'runlog_corrupt':
       return EXIT.usage;
     case 'model_not_found':
     case 'model_lacks_tools':
@@ -19,7 +21,6 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'backend_error':
     case 'context_overflow':
     case 'run_not_found':
-    case 'runlog_corrupt':
     case 'tool_failed':
     case 'sandbox_violation':
     case 'internal':

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { Hono } from 'hono';
 import type { LivenessCheck, ProcessLiveness } from '../../application/process-liveness.ts';
 import { buildTimeline } from '../../application/replay-timeline.ts';
+import { requireWholeRun } from '../../application/whole-run.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import type { Fabric } from '../compose.ts';
@@ -147,6 +148,7 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     const id = runIdParam(c.req.param('id'));
     const body = validateBody(ReplayBody, await readJson(c.req.raw));
     const run = await store.read(id);
+    requireWholeRun(run);
     if (!body.execute) return c.json({ runlog: run.location, ...buildTimeline(run) });
     const recorded = runStartOf(run).workspace;
     const report = await replayExecute(fabric, run, {

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { ReplayComparison } from '../../../application/compare-replay.ts';
 import type { RunLogContents } from '../../../application/ports.ts';
 import { type Timeline, type TimelineTone, buildTimeline } from '../../../application/replay-timeline.ts';
+import { requireWholeRun } from '../../../application/whole-run.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { Fabric } from '../../compose.ts';
@@ -103,10 +104,13 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
 
 async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
   try {
-    return await fabric.runLogStore.read(ref);
+    const run = await fabric.runLogStore.read(ref);
+    requireWholeRun(run);
+    return run;
   } catch (error) {
-    // Exit 1 means "the re-run differs" here, so a run that cannot be read is a usage error.
-    if (error instanceof FabricError && (error.code === 'run_not_found' || error.code === 'runlog_corrupt'))
+    // Exit 1 means "the re-run differs" here, so a run that cannot be found is a usage error
+    // (runlog_corrupt already exits 2).
+    if (error instanceof FabricError && error.code === 'run_not_found')
       throw new FabricError('usage', error.message, { cause: error });
     throw error;
   }

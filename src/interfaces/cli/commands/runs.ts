@@ -1,3 +1,4 @@
+import { requireWholeRun } from '../../../application/whole-run.ts';
 import type { ControlRunRow } from '../../../application/control-ports.ts';
 import type { LivenessCheck } from '../../../application/process-liveness.ts';
 import { type RunSummary, type RunSummaryStatus, summarizeRun } from '../../../application/run-summary.ts';
@@ -46,6 +47,7 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
       return EXIT.usage;
     }
     const contents = await runLogs.read(ref);
+    requireWholeRun(contents);
     const summary = summarizeRun(contents.runId, contents.events, check);
     if (values.json)
       io.stdout.write(`${JSON.stringify({ ...summary, runlog: contents.location, torn: contents.torn })}\n`);
@@ -118,7 +120,7 @@ async function storeRuns(
   limit: number,
   check: LivenessCheck,
 ): Promise<{ source: string | null; runs: RunSummary[]; notice?: string }> {
-  const store = controlStoreFor(config);
+  const store = await controlStoreFor(config);
   if (store === null) return { source: null, runs: [] };
   try {
     await store.migrate();
