@@ -10,6 +10,7 @@ import type {
 } from '../../application/ports.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { checkWorkspace } from './check-workspace.ts';
 
 /** Built-in pack builders by name (`builtin:<name>`), imported only when used. */
 export type BuiltinPacks = Readonly<Record<string, () => Promise<PackBuilder>>>;
@@ -73,6 +74,8 @@ export class ConfigRegistry implements SpecialistRegistry {
     const config = this.config(name);
     const builder = await this.#builder(name, config.builder);
     const workspace = options.workspace ?? config.workspace;
+    if (workspace !== undefined)
+      await checkWorkspace(name, resolve(workspace), options.workspace !== undefined);
     let pack: SpecialistPack;
     try {
       pack = await builder({

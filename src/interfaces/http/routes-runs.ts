@@ -5,6 +5,7 @@ import type { LivenessCheck, ProcessLiveness } from '../../application/process-l
 import { buildTimeline } from '../../application/replay-timeline.ts';
 import { requireWholeRun } from '../../application/whole-run.ts';
 import { FabricError } from '../../domain/errors.ts';
+import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import type { Fabric } from '../compose.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
@@ -55,6 +56,8 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
 
   app.post('/', async (c) => {
     const body = validateBody(StartRunBody, await readJson(c.req.raw));
+    // Bad input is answered before a model is even looked for: 400, naming the path.
+    if (body.workspace !== undefined) await checkWorkspace(body.specialist, body.workspace, true);
     // Resolves the specialist, the model and the pack before answering, so those errors are the response.
     const live = await hub.start({
       specialist: body.specialist,
