@@ -36,8 +36,11 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.ok;
   }
   if (positionals.length !== 1 || positionals[0] !== 'lm') {
-    const what = positionals.length === 0 ? 'what to check' : `"${positionals.join(' ')}"`;
-    throw new FabricError('usage', `fabric health needs a subject, \`lm\` (got ${what}).\n\n${HEALTH_HELP}`);
+    const problem =
+      positionals.length === 0
+        ? 'fabric health needs to know what to check: `fabric health lm` checks the model backends.'
+        : `fabric health cannot check "${positionals.join(' ')}"; the one subject is \`lm\` (\`fabric health lm\`).`;
+    throw new FabricError('usage', `${problem}\n\n${HEALTH_HELP}`);
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const probes = await new Fabric(config).catalog.probe(io.signal);

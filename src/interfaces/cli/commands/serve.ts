@@ -74,10 +74,16 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   });
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.
-  fabric.controlStore();
+  await fabric.controlStore();
   const hub = new RunHub(fabric);
   const app = createApp({ fabric, token, requireToken, hub, log });
-  const server = await listen(app.fetch, { host, port });
+  let server: Awaited<ReturnType<typeof listen>>;
+  try {
+    server = await listen(app.fetch, { host, port });
+  } catch (error) {
+    await fabric.close();
+    throw listenFailed(error, host, port);
+  }
   log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
@@ -98,4 +104,32 @@ function portOf(value: string): number {
   if (!Number.isInteger(port) || port < 0 || port > 65_535)
     throw new FabricError('usage', `--port takes a port number from 0 to 65535, not "${value}".`);
   return port;
+}
+
+/** Why the server could not listen, with what to do about it; anything else is unexpected. */
+function listenFailed(error: unknown, host: string, port: number): unknown {
+  // Node sets `code`; Deno names the error class (AddrInUse, PermissionDenied, AddrNotAvailable).
+  const { code, name } = error as { code?: string; name?: string };
+  const kind = code ?? name;
+  const where = `${host}:${port}`;
+  if (kind === 'EADDRINUSE' || kind === 'AddrInUse')
+    return new FabricError(
+      'usage',
+      `Port ${port} is already in use on ${host} (another fabric serve, or another program). ` +
+        'Pick another with --port N, or --port 0 for any free port.',
+      { cause: error },
+    );
+  if (kind === 'EACCES' || kind === 'PermissionDenied')
+    return new FabricError(
+      'usage',
+      `Not allowed to listen on ${where}: ports below 1024 need privileges. Pick a port from 1024 up with --port N.`,
+      { cause: error },
+    );
+  if (kind === 'EADDRNOTAVAIL' || kind === 'ENOTFOUND' || kind === 'EAI_AGAIN' || kind === 'AddrNotAvailable')
+    return new FabricError(
+      'usage',
+      `Cannot listen on ${host}: it is not an address of this machine. Use --host 127.0.0.1 (or 0.0.0.0 with a token).`,
+      { cause: error },
+    );
+  return error;
 }
