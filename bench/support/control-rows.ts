@@ -4,7 +4,7 @@ import { openControlStore } from '../../src/infrastructure/control/open-control-
 
 /** `rows/runs (ended)`: runs with a row, and those whose `run_end` was mirrored; `-` when off. */
 export async function controlRows(config: FabricConfig, ids: ReadonlySet<string>): Promise<string> {
-  const store = openControlStore({
+  const store = await openControlStore({
     enabled: config.control.enabled,
     dsn: config.control.dsn,
     runsDir: config.runs_dir,

@@ -88,7 +88,7 @@ export class Fabric {
   readonly #llm: LlmBackends;
   readonly #options: FabricOptions;
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
-  #control: ControlPlane | null | undefined;
+  #control: Promise<ControlPlane | null> | undefined;
   readonly #inflight = new Set<Promise<unknown>>();
   /** Runs are numbered as they start: the limiter serves earlier runs first. */
   #runsStarted = 0;
@@ -142,34 +142,32 @@ export class Fabric {
    * The process's control store (opened on first use), or null when the control plane is
    * disabled, or embedded in a `one_shot` process.
    */
-  controlStore(): ControlStore | null {
-    return this.#controlPlane()?.store ?? null;
+  controlStore(): Promise<ControlStore | null> {
+    return this.#controlPlane().then((plane) => plane?.store ?? null);
   }
 
   /** The process's control plane; opened once, on first use. */
-  #controlPlane(): ControlPlane | null {
-    if (this.#control === undefined) {
-      const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
-      if (embedded && this.#options.lifetime === 'one_shot') {
-        this.#control = null;
-        return null;
-      }
-      const store = openControlStore({
-        enabled: this.config.control.enabled,
-        dsn: this.config.control.dsn,
-        runsDir: this.config.runs_dir,
-      });
-      this.#control =
-        store === null
-          ? null
-          : new ControlPlane(store, this.runLogStore, {
-              // Only the embedded database has a single holder that must pick up others' runs.
-              backfillOthers: store.kind === 'pglite',
-              ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
-            });
-      this.#control?.start();
-    }
+  #controlPlane(): Promise<ControlPlane | null> {
+    this.#control ??= this.#openControlPlane();
     return this.#control;
+  }
+
+  async #openControlPlane(): Promise<ControlPlane | null> {
+    const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
+    if (embedded && this.#options.lifetime === 'one_shot') return null;
+    const store = await openControlStore({
+      enabled: this.config.control.enabled,
+      dsn: this.config.control.dsn,
+      runsDir: this.config.runs_dir,
+    });
+    if (store === null) return null;
+    const plane = new ControlPlane(store, this.runLogStore, {
+      // Only the embedded database has a single holder that must pick up others' runs.
+      backfillOthers: store.kind === 'pglite',
+      ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
+    });
+    plane.start();
+    return plane;
   }
 
   /** Runs a task end to end: pack, model, loop. Errors before the run starts are thrown. */
@@ -191,7 +189,7 @@ export class Fabric {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await Promise.allSettled([...this.#inflight]);
-      await this.#control?.close();
+      await (await this.#control)?.close();
     })();
     return this.#closing;
   }
@@ -215,7 +213,7 @@ export class Fabric {
     const runId = request.runId ?? newRunId(systemClock);
     // Mirrored to the control plane off the loop's path; the run never waits for the database,
     // and a database that fails never fails the run (SPEC §7).
-    const control = this.#controlPlane();
+    const control = await this.#controlPlane();
     const mirror = control?.observe(runId, request.onNotice ?? (() => {}));
     try {
       return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, mirror);

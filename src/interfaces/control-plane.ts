@@ -7,7 +7,7 @@ import { openControlStore } from '../infrastructure/control/open-control-store.t
  * (`fabric runs`, `fabric control`): Postgres for a DSN, else the embedded PGlite; null when
  * disabled. Runs never use this: they share their Fabric's one store (`Fabric.controlStore()`).
  */
-export function controlStoreFor(config: FabricConfig): ControlStore | null {
+export function controlStoreFor(config: FabricConfig): Promise<ControlStore | null> {
   return openControlStore({
     enabled: config.control.enabled,
     dsn: config.control.dsn,

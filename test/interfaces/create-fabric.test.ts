@@ -32,14 +32,14 @@ describe('createFabric, for embedding applications', () => {
 
   it('shares one embedded control store between its runs and leaves every row written when closed', async () => {
     const fabric = await fabricFor([finish, finish, finish], { control: { enabled: true } });
-    const store = fabric.controlStore();
+    const store = await fabric.controlStore();
     expect(store?.kind).toBe('pglite');
     const results = await Promise.all(
       ['a', 'b', 'c'].map((task) =>
         fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
       ),
     );
-    expect(fabric.controlStore()).toBe(store);
+    expect(await fabric.controlStore()).toBe(store);
     await fabric.close();
     const reopened = new PgliteControlStore(embeddedControlDir(sandbox!.runsDir));
     try {

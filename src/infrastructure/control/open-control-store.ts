@@ -1,7 +1,5 @@
 import { join, resolve } from 'node:path';
 import type { ControlStore } from '../../application/control-ports.ts';
-import { PgliteControlStore } from './pglite-control-store.ts';
-import { PostgresControlStore } from './postgres-control-store.ts';
 
 /** What picks the control store: the parsed `control` config (DSN already merged with `FABRIC_DSN`) and the runs directory. */
 export interface ControlStoreSettings {
@@ -19,9 +17,15 @@ export function embeddedControlDir(runsDir: string): string {
  * Chooses the control store: `null` when the control plane is disabled (`db_off`), Postgres
  * when a DSN is given, else the embedded PGlite under `<runsDir>/.control/pglite`. Nothing is
  * connected or created here; the first query does that, so building a store never fails a run.
+ * The adapter is imported here, on use: a process that never opens a store (the control plane
+ * off, or a one-shot run with the embedded one) never loads the `postgres` client.
  */
-export function openControlStore(settings: ControlStoreSettings): ControlStore | null {
+export async function openControlStore(settings: ControlStoreSettings): Promise<ControlStore | null> {
   if (!settings.enabled) return null;
-  if (settings.dsn !== undefined && settings.dsn.trim() !== '') return new PostgresControlStore(settings.dsn);
+  if (settings.dsn !== undefined && settings.dsn.trim() !== '') {
+    const { PostgresControlStore } = await import('./postgres-control-store.ts');
+    return new PostgresControlStore(settings.dsn);
+  }
+  const { PgliteControlStore } = await import('./pglite-control-store.ts');
   return new PgliteControlStore(embeddedControlDir(settings.runsDir));
 }

@@ -47,8 +47,8 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
 }
 
 /** The exports from the server's own control store; `db_off` documents when the database is off or disabled. */
-function exportsOf(fabric: Fabric): Promise<ControlExports> {
-  return buildExports(fabric.controlStore());
+async function exportsOf(fabric: Fabric): Promise<ControlExports> {
+  return buildExports(await fabric.controlStore());
 }
 
 function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: string) {

@@ -6,14 +6,14 @@ import {
 } from '../../../src/infrastructure/control/open-control-store.ts';
 
 describe('openControlStore', () => {
-  it('returns no store when the control plane is disabled', () => {
+  it('returns no store when the control plane is disabled', async () => {
     expect(
-      openControlStore({ enabled: false, dsn: 'postgres://x@127.0.0.1/y', runsDir: './runs' }),
+      await openControlStore({ enabled: false, dsn: 'postgres://x@127.0.0.1/y', runsDir: './runs' }),
     ).toBeNull();
   });
 
   it('uses the Postgres server a DSN names', async () => {
-    const store = openControlStore({
+    const store = await openControlStore({
       enabled: true,
       dsn: 'postgres://fabric:pw@127.0.0.1:1/fabric',
       runsDir: './runs',
@@ -24,12 +24,12 @@ describe('openControlStore', () => {
   });
 
   it('defaults to the embedded database under the runs directory, without opening it', async () => {
-    const store = openControlStore({ enabled: true, runsDir: './some-runs' });
+    const store = await openControlStore({ enabled: true, runsDir: './some-runs' });
     expect(store?.kind).toBe('pglite');
     expect(store?.location).toBe(join(resolve('./some-runs'), '.control', 'pglite'));
     expect(embeddedControlDir('/srv/runs')).toBe('/srv/runs/.control/pglite');
     await store?.close();
-    const blank = openControlStore({ enabled: true, dsn: '  ', runsDir: '/srv/runs' });
+    const blank = await openControlStore({ enabled: true, dsn: '  ', runsDir: '/srv/runs' });
     expect(blank?.kind).toBe('pglite');
   });
 });

@@ -40,7 +40,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     return values.help ? EXIT.ok : EXIT.usage;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const store = controlStoreFor(config);
+  const store = await controlStoreFor(config);
   const print = (human: string, data: unknown) =>
     io.stdout.write(values.json ? `${JSON.stringify(data)}\n` : `${human}\n`);
   try {

@@ -61,7 +61,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
     env: io.env,
     onDegraded: (message) => io.stderr.write(`fabric mcp: control plane: ${message}\n`),
   });
-  fabric.controlStore();
+  await fabric.controlStore();
   // Runs in flight when the client goes away are cancelled by the SDK; they are awaited so that
   // each one closes its pack (MCP subprocesses) and writes its run_end before the process exits.
   const inflight = new Set<Promise<unknown>>();
