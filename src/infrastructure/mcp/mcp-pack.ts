@@ -9,7 +9,7 @@ import {
 import type { McpServerConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { mcpTool } from './mcp-tool.ts';
-import { McpSession, type McpSessionSettings } from './mcp-session.ts';
+import type { McpSession, McpSessionSettings } from './mcp-session.ts';
 
 /**
  * A pack with MCP servers attached: the inner pack's tools plus every server's tools, named
@@ -52,6 +52,9 @@ export class McpPack implements SpecialistPack {
 
   async open(signal: AbortSignal): Promise<void> {
     await this.#inner.open(signal);
+    // The MCP SDK (with zod and ajv, ~200 modules) is loaded only by a pack that has servers.
+    const { McpSession } = await import('./mcp-session.ts');
+    if (signal.aborted) throw signal.reason;
     const sessions = Object.entries(this.#servers).map(
       ([server, config]) => new McpSession(server, config, this.#settings),
     );

@@ -1,6 +1,5 @@
 import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { execa } from 'execa';
 import type { Toolchain } from './toolchain.ts';
 
 /** Where bubblewrap is looked for; a fixed list, never the fabric's PATH. */
@@ -47,6 +46,8 @@ async function runProbe(explicitPath: string | undefined): Promise<BwrapProbe> {
   }
   if (found === undefined)
     return { ok: false, reason: `bubblewrap (bwrap) is not installed (looked in ${candidates.join(', ')})` };
+  // Loaded when a sandbox is first needed: most runs start no process (execa is ~100 modules).
+  const { execa } = await import('execa');
   const help = await execa(found, ['--help'], {
     reject: false,
     env: {},

@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { HeadTailBuffer } from './output-cap.ts';
 
 /** One process to run: the exact argv, a from-scratch environment, and its limits. */
@@ -48,6 +47,8 @@ const STREAM_GRACE_MS = 1500;
  */
 export async function runCommand(request: RunRequest): Promise<RunOutcome> {
   const started = Date.now();
+  // Loaded when the first command runs: most runs start no process (execa is ~100 modules).
+  const { execa } = await import('execa');
   if (request.signal.aborted) return emptyOutcome('cancelled', started);
   installExitHook();
   const stdout = new HeadTailBuffer(request.outputLimitBytes);
