@@ -111,10 +111,16 @@ describe('fabric run --specialist rust on the example compositor crate', () => {
     });
 
     const events = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog).events;
-    const checks = events.filter((event) => event.kind === 'tool_result' && event.tool === 'cargo_check');
-    expect(checks).toHaveLength(2);
-    expect(checks[0]?.kind === 'tool_result' && checks[0].result).toMatch(/E0308/);
-    expect(checks[0]?.kind === 'tool_result' && checks[0].result).toMatch(/src\/region\.rs:\d+/);
+    // The failing check is a tool error (the model reads the same report), the passing one a result.
+    const checks = events.filter(
+      (event) =>
+        (event.kind === 'tool_result' || event.kind === 'tool_error') && event.tool === 'cargo_check',
+    );
+    expect(checks.map((event) => event.kind)).toEqual(['tool_error', 'tool_result']);
+    expect(checks[0]?.kind === 'tool_error' && checks[0].error).toMatch(/E0308/);
+    expect(checks[0]?.kind === 'tool_error' && checks[0].error).toMatch(/src\/region\.rs:\d+/);
+    expect(checks[0]).toMatchObject({ reason: 'failed' });
+    expect(result.stderr).toMatch(/✗ cargo_check: cargo check failed \(1 error/);
     const rejected = events.filter((event) => event.kind === 'finish_rejected');
     expect(rejected).toHaveLength(1);
     expect(rejected[0]).toMatchObject({ reason: 'gate_failed' });

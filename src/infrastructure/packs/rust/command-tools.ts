@@ -21,7 +21,13 @@ export function commandTools(sandbox: CommandSandbox, allowedCommands: readonly 
       description:
         'Compile-check the workspace (cargo check --message-format=json) and return compact diagnostics: level, code, file:line, message, source line.',
       input: v.object({}),
-      run: async (_args, context) => (await cargoCheck(sandbox, context.signal)).report,
+      // A check that finds errors is a failed call, like a shell command that exits non-zero:
+      // the model reads the same report, and the runlog and progress show it failed (issue 12).
+      run: async (_args, context) => {
+        const outcome = await cargoCheck(sandbox, context.signal);
+        if (!outcome.ok) throw new ToolError(outcome.report);
+        return outcome.report;
+      },
     }),
   ];
 }

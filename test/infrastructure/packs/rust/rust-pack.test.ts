@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasFinishGate, type SpecialistPack } from '../../../../src/application/ports.ts';
 import { FabricError } from '../../../../src/domain/errors.ts';
 import { buildRustPack } from '../../../../src/infrastructure/packs/rust/rust-pack.ts';
-import { call, rustPack, tempDir, toolContext } from './helpers.ts';
+import { call, expectToolError, rustPack, tempDir, toolContext } from './helpers.ts';
 
 const EXAMPLE = fileURLToPath(new URL('../../../../examples/compositor', import.meta.url));
 let base: string;
@@ -93,7 +93,7 @@ describe('the example compositor workspace', () => {
       new_text:
         'pub fn is_empty(&self) -> bool {\n        let broken: u32 = "not a number";\n        self.size.w <= 0 || self.size.h <= 0',
     });
-    const report = await call(pack, 'cargo_check', {});
+    const report = await expectToolError(call(pack, 'cargo_check', {}));
     expect(report).toMatch(/^cargo check failed \(1 error, /);
     expect(report).toMatch(/error\[E0308\] src\/geometry\.rs:\d+:\d+: mismatched types/);
     expect(report).toContain('| let broken: u32 = "not a number";');
@@ -122,7 +122,7 @@ describe('the example compositor workspace', () => {
   it('reports a broken manifest with cargo’s own words when there are no compiler messages', async () => {
     const original = await call(pack, 'read_file', { path: 'Cargo.toml' });
     await call(pack, 'write_file', { path: 'Cargo.toml', content: '[package\nname = \n' });
-    const report = await call(pack, 'cargo_check', {});
+    const report = await expectToolError(call(pack, 'cargo_check', {}));
     await call(pack, 'write_file', { path: 'Cargo.toml', content: original });
     expect(report).toMatch(/^cargo check failed/);
     expect(report).toMatch(/Cargo\.toml/);
