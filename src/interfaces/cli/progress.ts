@@ -72,13 +72,17 @@ export class ProgressReporter implements RunObserver {
         const mark =
           event.status === 'succeeded'
             ? s.green('✔')
-            : event.status === 'cancelled'
+            : event.status === 'cancelled' || event.status === 'max_steps'
               ? s.yellow('■')
               : s.red('✘');
         const tokens = event.usage.total_tokens > 0 ? ` · ${event.usage.total_tokens} tokens` : '';
-        this.#line(
-          `${mark} ${event.status} after ${event.steps} step(s)${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`,
-        );
+        // At the limit the loop makes one more, finish-only turn for the report (SPEC §3): "after
+        // 2 step(s)" with --max-steps 1 read as if the limit had been overrun.
+        const how =
+          event.status === 'max_steps'
+            ? `max_steps: stopped at the limit of ${this.#maxSteps} step(s); the model reported what is left`
+            : `${event.status} after ${event.steps} step(s)`;
+        this.#line(`${mark} ${how}${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`);
         if (event.error) this.#line(s.red(`  ${event.error.message}`));
         break;
       }

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { stringify as stringifyYaml } from 'yaml';
 import { loadConfig } from '../../../config/load.ts';
 import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
 import { createFabric } from '../../compose.ts';
@@ -90,13 +91,18 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   }
 }
 
-/** The payload for a person: the summary first, then each other field on its own line. */
-function formatPayload(payload: Record<string, unknown>): string {
+/**
+ * The payload for a person: the summary first, then each other field; lists and records as
+ * indented YAML (`artifacts:` then `  - src/a.rs`), never as raw JSON.
+ */
+export function formatPayload(payload: Record<string, unknown>): string {
   const { summary, ...rest } = payload;
   const lines = typeof summary === 'string' ? [summary] : [];
   for (const [key, value] of Object.entries(rest)) {
-    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
-    lines.push(`${key}: ${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}`);
+    if (value === undefined || value === null || value === '') continue;
+    if (Array.isArray(value) && value.length === 0) continue;
+    if (typeof value === 'object') lines.push(stringifyYaml({ [key]: value }, { lineWidth: 0 }).trimEnd());
+    else lines.push(`${key}: ${String(value)}`);
   }
   return `${lines.join('\n')}\n`;
 }
