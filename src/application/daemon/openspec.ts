@@ -1,0 +1,56 @@
+/**
+ * OpenSpec change sets as the daemon sees them (SPEC §11), and the port that reads them. The
+ * adapter is `src/infrastructure/openspec/`. Nothing here does I/O.
+ */
+
+/** One checklist item of `tasks.md`: `- [ ] 1.2 text`, with its indented detail lines. */
+export interface OpenSpecTask {
+  /** `1.2` as written; items without a number get `<section>.#<n>` (their place in the section). */
+  readonly id: string;
+  readonly text: string;
+  readonly done: boolean;
+  /** The indented lines under the item (acceptance criteria, test plan), indentation trimmed. */
+  readonly details: readonly string[];
+  /** The `## N. Title` heading the item is under, as written without the hashes; null before any. */
+  readonly section: string | null;
+  /** 1-based line of the item in `tasks.md`. */
+  readonly line: number;
+}
+
+/** A spec delta: `specs/<capability>/spec.md`. */
+export interface SpecDelta {
+  readonly capability: string;
+  readonly text: string;
+}
+
+/** `openspec/changes/<id>/`. */
+export interface OpenSpecChange {
+  readonly id: string;
+  readonly proposal: string;
+  readonly design: string | null;
+  readonly specs: readonly SpecDelta[];
+  readonly tasks: readonly OpenSpecTask[];
+}
+
+/** A change that could not be read, and why (the message names the file and line). */
+export interface UnreadableChange {
+  readonly id: string;
+  readonly message: string;
+}
+
+/** What a scan of `openspec/changes/` found. */
+export interface OpenSpecScan {
+  readonly changes: readonly OpenSpecChange[];
+  readonly unreadable: readonly UnreadableChange[];
+}
+
+/** The OpenSpec port: scans the change sets and ticks a task's box. */
+export interface OpenSpecSource {
+  /** The changes (archive excluded) in name order, each task in document order. */
+  scan(): Promise<OpenSpecScan>;
+  /**
+   * Ticks the task's box in its `tasks.md`: that one character, the rest byte for byte the same.
+   * Throws when the file changed so that the line is no longer that task.
+   */
+  tick(changeId: string, task: OpenSpecTask): Promise<void>;
+}
