@@ -1,0 +1,133 @@
+import { stat } from 'node:fs/promises';
+import { isAbsolute, relative } from 'node:path';
+import type { ChangeSize, Repository } from '../../application/daemon/repository.ts';
+import { FabricError } from '../../domain/errors.ts';
+import { acquireLock } from './lock-file.ts';
+import { git, runGit } from './run-git.ts';
+
+/** The daemon's git port over a work tree, through git itself (argv, no shell). */
+export class GitRepository implements Repository {
+  readonly #root: string;
+  /** Pathspecs of the run record (runs directory) when it lies inside the tree: never committed or cleaned. */
+  readonly #exclude: string[];
+
+  /**
+   * @param root the work tree's top directory
+   * @param record directories of the run record (the runs directory); those inside the tree are
+   *   left out of status, commits and clean-ups
+   */
+  constructor(root: string, record: readonly string[] = []) {
+    this.#root = root;
+    this.#exclude = record
+      .map((dir) => relative(root, dir))
+      .filter((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
+      .map((rel) => `:(exclude)${rel}`);
+  }
+
+  async ensureReady(): Promise<void> {
+    const top = await runGit(this.#root, ['rev-parse', '--show-toplevel']);
+    if (top.exitCode !== 0) {
+      throw new FabricError(
+        'usage',
+        `${this.#root} is not a git work tree (${top.stderr.trim()}). The daemon commits each task: run \`git init\` and make a first commit, or pass --repo DIR.`,
+      );
+    }
+    if ((await runGit(this.#root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode !== 0) {
+      throw new FabricError(
+        'usage',
+        `${this.#root} has no commit yet. Commit the crate and openspec/ first.`,
+      );
+    }
+    if ((await runGit(this.#root, ['symbolic-ref', '-q', 'HEAD'])).exitCode !== 0) {
+      throw new FabricError(
+        'usage',
+        `${this.#root}: HEAD is detached. Check out a branch (git switch -c daemon-work) so the daemon's commits are kept.`,
+      );
+    }
+    for (const [ref, what] of [
+      ['MERGE_HEAD', 'a merge'],
+      ['CHERRY_PICK_HEAD', 'a cherry-pick'],
+      ['REVERT_HEAD', 'a revert'],
+      ['rebase-merge', 'a rebase'],
+      ['rebase-apply', 'a rebase'],
+    ] as const) {
+      const path = (await git(this.#root, ['rev-parse', '--git-path', ref], 'Finding git state')).trim();
+      if (await exists(isAbsolute(path) ? path : `${this.#root}/${path}`)) {
+        throw new FabricError(
+          'usage',
+          `${this.#root}: ${what} is in progress. Finish or abort it (git status says how), then start the daemon.`,
+        );
+      }
+    }
+    const dirty = await this.#status();
+    if (dirty !== '') {
+      const files = dirty.split('\n').slice(0, 10).join('\n  ');
+      throw new FabricError(
+        'usage',
+        `${this.#root} has uncommitted changes; the daemon refuses to start so that it never discards work it did not make. Commit or stash them first:\n  ${files}`,
+      );
+    }
+  }
+
+  async lock(): Promise<() => Promise<void>> {
+    const gitDir = (
+      await git(this.#root, ['rev-parse', '--absolute-git-dir'], 'Finding .git', 'usage')
+    ).trim();
+    return acquireLock(`${gitDir}/fabric-daemon.lock`, this.#root);
+  }
+
+  async head(): Promise<string> {
+    return (await git(this.#root, ['rev-parse', 'HEAD'], 'Reading HEAD')).trim();
+  }
+
+  async restore(): Promise<void> {
+    await git(this.#root, ['reset', '-q', '--hard', 'HEAD'], 'Restoring the last commit');
+    // Untracked files the run made; ignored ones (target/) stay, and so does the run record.
+    await git(
+      this.#root,
+      ['clean', '-q', '-f', '-d', '--', '.', ...this.#exclude],
+      'Removing the run’s new files',
+    );
+  }
+
+  async commit(message: string): Promise<{ readonly commit: string; readonly size: ChangeSize }> {
+    await git(this.#root, ['add', '-A', '--', '.', ...this.#exclude], 'Staging the task');
+    const size = parseNumstat(await git(this.#root, ['diff', '--cached', '--numstat'], 'Measuring the task'));
+    const out = await runGit(this.#root, ['commit', '-q', '-m', message]);
+    if (out.exitCode !== 0) {
+      const said = (out.stderr || out.stdout).trim();
+      throw new FabricError(
+        'tool_failed',
+        `git commit failed (a commit hook, or no user.name/user.email?): ${said || `exit code ${out.exitCode}`}`,
+      );
+    }
+    return { commit: await this.head(), size };
+  }
+
+  async #status(): Promise<string> {
+    const args = ['status', '--porcelain', '--untracked-files=all', '--', '.', ...this.#exclude];
+    return (await git(this.#root, args, 'Reading git status', 'usage')).trimEnd();
+  }
+}
+
+function parseNumstat(text: string): ChangeSize {
+  let files = 0;
+  let added = 0;
+  let removed = 0;
+  for (const line of text.split('\n')) {
+    const [a, r] = line.split('\t');
+    if (a === undefined || r === undefined) continue;
+    files += 1;
+    // Binary files show `-`: counted as a file, not as lines.
+    added += Number(a) || 0;
+    removed += Number(r) || 0;
+  }
+  return { files, added, removed };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
