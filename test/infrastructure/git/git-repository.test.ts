@@ -84,14 +84,18 @@ describe('GitRepository', () => {
     const { commit, size } = await repo.commit('daemon: c 1.1 Do it\n\nFabric-Run: r1');
     expect(commit).toBe(await repo.head());
     expect(size).toEqual({ files: 2, added: 2, removed: 0 });
-    expect(await git(dir, 'log', '-1', '--format=%(trailers:key=Fabric-Run,valueonly)')).trim()).toBe('r1');
+    expect((await git(dir, 'log', '-1', '--format=%(trailers:key=Fabric-Run,valueonly)')).trim()).toBe('r1');
   });
 
   it('says a failing commit hook failed, with what it printed', async () => {
     const dir = await newRepo();
-    await writeFile(join(dir, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\necho "lint says no" >&2\nexit 1\n', {
-      mode: 0o755,
-    });
+    await writeFile(
+      join(dir, '.git', 'hooks', 'pre-commit'),
+      '#!/bin/sh\necho "lint says no" >&2\nexit 1\n',
+      {
+        mode: 0o755,
+      },
+    );
     await writeFile(join(dir, 'a.txt'), 'changed\n');
     await expect(new GitRepository(dir).commit('x')).rejects.toThrow(/git commit failed.*lint says no/s);
   });
@@ -102,7 +106,10 @@ describe('GitRepository', () => {
     const release = await repo.lock();
     await expect(repo.lock()).rejects.toThrow(/Another daemon \(pid \d+/);
     await release();
-    await writeFile(join(dir, '.git', 'fabric-daemon.lock'), JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname() }));
+    await writeFile(
+      join(dir, '.git', 'fabric-daemon.lock'),
+      JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname() }),
+    );
     const again = await repo.lock();
     await again();
   });
