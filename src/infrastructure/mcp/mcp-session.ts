@@ -99,9 +99,17 @@ export class McpSession {
         `MCP server "${this.server}" is no longer running, so its tools cannot be used in this run${this.#stderr()}.`,
       );
     }
+    // The SDK adds an 'abort' listener to the signal it is given and never removes it. The run's
+    // signal lives as long as the run, so each call would leave one (and the request it holds)
+    // behind: MaxListenersExceededWarning after ten calls. The SDK gets a signal of its own per
+    // call, which the run's signal aborts through a listener removed when the call ends.
+    const call = new AbortController();
+    const forward = (): void => call.abort(signal.reason);
+    if (signal.aborted) call.abort(signal.reason);
+    else signal.addEventListener('abort', forward, { once: true });
     try {
       return (await this.#client.callTool({ name, arguments: args }, undefined, {
-        signal,
+        signal: call.signal,
         timeout: this.#settings.callTimeoutMs,
         // Asking for progress lets a long tool keep its call alive by reporting it.
         onprogress: () => {},
@@ -114,6 +122,8 @@ export class McpSession {
       throw new ToolError(`MCP server "${this.server}" failed on ${name}: ${errorMessage(error)}.${lost}`, {
         cause: error,
       });
+    } finally {
+      signal.removeEventListener('abort', forward);
     }
   }
 

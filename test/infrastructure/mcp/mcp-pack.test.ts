@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +79,15 @@ describe('McpPack with the real filesystem and everything servers', () => {
     expect(structured).toMatch(/temperature/);
     const image = await tool(pack, 'mcp__ev__get-tiny-image').run({}, context());
     expect(image).toMatch(/\[image: image\/png, \d+ bytes, not shown\]/);
+  });
+
+  it("leaves no listener on the run's signal, however many calls the run makes", async () => {
+    pack = attachMcpServers(innerPack(), servers(), testSettings(dir));
+    await pack.open(new AbortController().signal);
+    const run = new AbortController();
+    const sum = tool(pack, 'mcp__ev__get-sum');
+    for (let call = 0; call < 12; call += 1) await sum.run({ a: call, b: 1 }, context(run.signal));
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(0);
   });
 
   it('gives stdio servers PATH, HOME and their configured env, nothing else of the fabric', async () => {
