@@ -15,6 +15,7 @@ export type FabricErrorCode =
   | 'runlog_corrupt'
   | 'tool_failed'
   | 'sandbox_violation'
+  | 'workspace_busy'
   | 'internal';
 
 /** The one error class of the fabric: a stable `code`, a message that says what to do, and the cause. */

@@ -23,6 +23,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'run_not_found':
     case 'tool_failed':
     case 'sandbox_violation':
+    // Asked not to wait for another run's workspace: this run did not start.
+    case 'workspace_busy':
     case 'internal':
       return EXIT.runFailed;
   }

@@ -18,6 +18,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
       return 404;
     case 'run_not_active':
     case 'run_cancelled':
+    case 'workspace_busy':
       return 409;
     case 'payload_too_large':
       return 413;
