@@ -24,5 +24,7 @@ export const ENVIRONMENT_VARIABLES: Readonly<Record<string, string>> = {
   FABRIC_DSN: 'Postgres connection string for the control plane',
   FABRIC_API_TOKEN: 'bearer token the HTTP API requires',
   SEARXNG_URL: 'SearXNG-compatible search endpoint for the research pack',
+  LM_STUDIO_MODEL: 'the model `fabric daemon` asks for (--model overrides)',
+  OPEN_SPEC_DAEMON_INTERVAL: 'seconds between `fabric daemon` scans (default 300)',
   NO_COLOR: 'any value turns colour off',
 };

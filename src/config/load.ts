@@ -145,7 +145,21 @@ function applyEnvironment(config: ParsedConfig, env: Environment): ParsedConfig 
   if (env.SEARXNG_URL) search.searxng_url = env.SEARXNG_URL;
   const api = { ...config.api };
   if (env.FABRIC_API_TOKEN) api.token = env.FABRIC_API_TOKEN;
-  return { ...config, llm, control, search, api };
+  const daemon = { ...config.daemon };
+  if (env.LM_STUDIO_MODEL) daemon.model = env.LM_STUDIO_MODEL;
+  if (env.OPEN_SPEC_DAEMON_INTERVAL) daemon.interval_s = parseInterval(env.OPEN_SPEC_DAEMON_INTERVAL);
+  return { ...config, llm, control, search, api, daemon };
+}
+
+function parseInterval(value: string): number {
+  const seconds = Number(value);
+  if (!Number.isInteger(seconds) || seconds < 1) {
+    throw new FabricError(
+      'config_invalid',
+      `OPEN_SPEC_DAEMON_INTERVAL: expected a whole number of seconds (at least 1), found "${value}".`,
+    );
+  }
+  return seconds;
 }
 
 function resolvePath(baseDir: string, path: string): string {

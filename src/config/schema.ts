@@ -76,6 +76,19 @@ export const ControlSchema = v.strictObject({
   dsn: v.optional(nonEmpty),
 });
 
+/** The OpenSpec completion daemon (SPEC §11). */
+export const DaemonSchema = v.strictObject({
+  /** The specialist whose runs implement the tasks. */
+  specialist: v.optional(nonEmpty, 'rust'),
+  /** The model it asks for (LM_STUDIO_MODEL, then --model, override it); default: the specialist's. */
+  model: v.optional(nonEmpty),
+  /** Run in the sandbox after each run, in order; every one must pass for the task to be committed. */
+  validate: v.optional(v.array(nonEmpty), ['cargo build', 'cargo test']),
+  max_attempts: v.optional(positiveInt, 3),
+  /** Seconds between scans (OPEN_SPEC_DAEMON_INTERVAL overrides); also the cap of the backend backoff. */
+  interval_s: v.optional(positiveInt, 300),
+});
+
 export const FabricConfigSchema = v.strictObject({
   version: v.optional(v.literal(1), 1),
   runs_dir: v.optional(nonEmpty, './runs'),
@@ -84,6 +97,7 @@ export const FabricConfigSchema = v.strictObject({
   control: v.optional(ControlSchema, {}),
   search: v.optional(v.strictObject({ searxng_url: v.optional(nonEmpty) }), {}),
   api: v.optional(v.strictObject({ token: v.optional(nonEmpty) }), {}),
+  daemon: v.optional(DaemonSchema, {}),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 
@@ -93,3 +107,4 @@ export type SpecialistConfig = v.InferOutput<typeof SpecialistSchema>;
 export type SandboxConfig = v.InferOutput<typeof SandboxSchema>;
 export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
 export type LlmConfig = v.InferOutput<typeof LlmSchema>;
+export type DaemonConfig = v.InferOutput<typeof DaemonSchema>;

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.ts';
+
+const RAW = { specialists: { rust: { builder: 'builtin:rust' } } };
+
+describe('the daemon config', () => {
+  it('defaults to cargo build and cargo test, 3 attempts and a 300 s interval', async () => {
+    const config = await buildConfig(RAW, '/x/fabric.yaml', {}, '/x');
+    expect(config.daemon).toEqual({
+      specialist: 'rust',
+      validate: ['cargo build', 'cargo test'],
+      max_attempts: 3,
+      interval_s: 300,
+    });
+  });
+
+  it('takes the model from LM_STUDIO_MODEL and the interval from OPEN_SPEC_DAEMON_INTERVAL', async () => {
+    const env = { LM_STUDIO_MODEL: 'qwen/qwen3-coder-30b', OPEN_SPEC_DAEMON_INTERVAL: '60' };
+    const config = await buildConfig(RAW, '/x/fabric.yaml', env, '/x');
+    expect(config.daemon.model).toBe('qwen/qwen3-coder-30b');
+    expect(config.daemon.interval_s).toBe(60);
+  });
+
+  it('says what OPEN_SPEC_DAEMON_INTERVAL expects when it is not a number of seconds', async () => {
+    await expect(
+      buildConfig(RAW, '/x/fabric.yaml', { OPEN_SPEC_DAEMON_INTERVAL: '5m' }, '/x'),
+    ).rejects.toThrow(/OPEN_SPEC_DAEMON_INTERVAL: expected a whole number of seconds/);
+  });
+});
