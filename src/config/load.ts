@@ -46,6 +46,12 @@ async function locateConfig({ configPath, cwd, env }: LoadOptions): Promise<stri
     const path = resolve(cwd, explicit);
     if (!(await isFile(path))) {
       const from = configPath !== undefined ? '--config' : 'FABRIC_CONFIG';
+      if (await isDirectory(path)) {
+        throw new FabricError(
+          'config_not_found',
+          `${path} (from ${from}) is a directory, not a config file. Name the file, e.g. ${resolve(path, 'fabric.yaml')}.`,
+        );
+      }
       throw new FabricError(
         'config_not_found',
         `Config file not found: ${path} (from ${from}). Check the path.`,
@@ -58,6 +64,10 @@ async function locateConfig({ configPath, cwd, env }: LoadOptions): Promise<stri
     if (await isFile(path)) return path;
   }
   return DEFAULT_CONFIG_PATH;
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
 }
 
 async function isFile(path: string): Promise<boolean> {
@@ -117,6 +127,7 @@ export async function buildConfig(
     env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== ''
       ? resolve(cwd, env.FABRIC_RUNS_DIR)
       : resolve(cwd, parsed.runs_dir);
+  await checkRunsDir(runsDir, source, env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== '');
   const specialists = Object.fromEntries(
     Object.entries(parsed.specialists).map(([name, spec]) => [
       name,
@@ -128,6 +139,21 @@ export async function buildConfig(
   );
   const effective = { ...parsed, runs_dir: runsDir, specialists };
   return { ...effective, source, baseDir, digest: await digestOf(effective) };
+}
+
+/**
+ * The runs directory may not exist yet (the first run makes it), but it must not be a file: a
+ * config whose runs_dir names itself would otherwise fail at the first run, half-started.
+ */
+async function checkRunsDir(runsDir: string, source: string, fromEnv: boolean): Promise<void> {
+  const info = await stat(runsDir).catch(() => undefined);
+  if (info === undefined || info.isDirectory()) return;
+  const what = runsDir === source ? 'the config file itself' : 'a file';
+  throw new FabricError(
+    'config_invalid',
+    `${fromEnv ? 'FABRIC_RUNS_DIR' : `${source}: runs_dir`} names ${runsDir}, which is ${what}, not a directory. ` +
+      'Point it at a directory (it is created if missing), e.g. ./runs.',
+  );
 }
 
 function applyEnvironment(config: ParsedConfig, env: Environment): ParsedConfig {

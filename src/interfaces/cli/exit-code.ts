@@ -9,7 +9,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'config_not_found':
     case 'specialist_unknown':
     case 'pack_load_failed':
-    // A runlog that is not a whole run is bad input, like a bad config file.
+    // A run reference that names nothing, or a runlog that is not a whole run: bad input.
+    case 'run_not_found':
     case 'runlog_corrupt':
       return EXIT.usage;
     case 'model_not_found':
@@ -20,7 +21,6 @@ export function exitCodeFor(code: FabricErrorCode): number {
       return EXIT.cancelled;
     case 'backend_error':
     case 'context_overflow':
-    case 'run_not_found':
     case 'tool_failed':
     case 'sandbox_violation':
     // Asked not to wait for another run's workspace: this run did not start.

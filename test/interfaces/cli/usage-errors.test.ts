@@ -69,4 +69,43 @@ describe('fabric given a mistake', () => {
       expect(result.stderr).toContain(`the workspace ${join(sandbox.dir, workspace)} ${problem}`);
     }
   });
+
+  it('says a --config that is a directory is not a config file, and names the file to give', async () => {
+    const result = await spawnFabric(['specialists', '--config', sandbox.dir], {
+      env: testEnv(sandbox, 'http://127.0.0.1:9'),
+      cwd: sandbox.dir,
+    });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(
+      `${sandbox.dir} (from --config) is a directory, not a config file. Name the file, e.g. ${join(sandbox.dir, 'fabric.yaml')}.`,
+    );
+  });
+
+  it('refuses a config whose runs_dir names the config file itself, before anything runs', async () => {
+    const self = join(sandbox.dir, 'self.yaml');
+    await writeFile(self, 'runs_dir: ./self.yaml\ncontrol: { enabled: false }\nspecialists: {}\n');
+    const result = await spawnFabric(['specialists', '--config', self], {
+      env: { ...testEnv(sandbox, 'http://127.0.0.1:9'), FABRIC_RUNS_DIR: '' },
+      cwd: sandbox.dir,
+    });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(
+      `runs_dir names ${self}, which is the config file itself, not a directory`,
+    );
+  });
+
+  it('says an export --out that is a file cannot take the exports, instead of blaming the database', async () => {
+    const result = await fabric(['control', 'export', '--out', join(sandbox.dir, 'notes.txt')]);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(
+      `Cannot write the exports to ${join(sandbox.dir, 'notes.txt')}: it (or a folder above it) is a file`,
+    );
+    expect(result.stderr).not.toMatch(/FABRIC_DSN|database/);
+  });
+
+  it('answers a run id that names no run with exit 2', async () => {
+    const result = await fabric(['runs', 'show', 'no-such-run']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/No run "no-such-run" in .*`fabric runs` lists the runs/);
+  });
 });

@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
@@ -78,6 +79,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
       }
       case 'export': {
         const outDir = resolve(io.cwd, values.out ?? resolve(config.runs_dir, 'exports'));
+        await prepareOutDir(outDir);
         // The embedded database holds what its holders wrote; one-shot runs since then are in
         // their runlogs only, so they are written in first. (If another process holds it, that
         // process has them already.)
@@ -109,4 +111,22 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
 
 function disabled(): FabricError {
   return new FabricError('usage', 'The control plane is disabled (control.enabled: false in the config).');
+}
+
+/** The export directory, made if missing; a path that cannot be one is the user's to fix, not the database's. */
+async function prepareOutDir(outDir: string): Promise<void> {
+  try {
+    await mkdir(outDir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? 'it (or a folder above it) is a file'
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? 'it is not writable here'
+          : `${code ?? String(error)}`;
+    throw new FabricError('usage', `Cannot write the exports to ${outDir}: ${why}. Give another --out DIR.`, {
+      cause: error,
+    });
+  }
 }

@@ -102,18 +102,11 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   return comparison.identical ? EXIT.ok : EXIT.runFailed;
 }
 
+/** Exit 1 means "the re-run differs" here; run_not_found and runlog_corrupt exit 2. */
 async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
-  try {
-    const run = await fabric.runLogStore.read(ref);
-    requireWholeRun(run);
-    return run;
-  } catch (error) {
-    // Exit 1 means "the re-run differs" here, so a run that cannot be found is a usage error
-    // (runlog_corrupt already exits 2).
-    if (error instanceof FabricError && error.code === 'run_not_found')
-      throw new FabricError('usage', error.message, { cause: error });
-    throw error;
-  }
+  const run = await fabric.runLogStore.read(ref);
+  requireWholeRun(run);
+  return run;
 }
 
 function renderTimeline(timeline: Timeline, location: string, s: Style): string {
