@@ -9,12 +9,13 @@ stopFakesAfterEach();
 
 const CODER = { id: 'qwen/qwen3-coder-30b', toolUse: true, paramSize: '30B' };
 
-function backend(urls: string[], health = new HealthBook()): LmStudioBackend {
+function backend(urls: string[], health = new HealthBook(), refreshAfterMs?: number): LmStudioBackend {
   return new LmStudioBackend({
     urls,
     probeTimeoutMs: 800,
     chat: { retry: RETRY, requestTimeoutMs: 5000 },
     health,
+    ...(refreshAfterMs === undefined ? {} : { refreshAfterMs }),
   });
 }
 
@@ -79,6 +80,56 @@ describe('LM Studio with several servers', () => {
     expect((error as FabricError).code).toBe('backend_unavailable');
     expect((error as FabricError).message).toContain('no LM Studio server has "missing/model"');
     expect(a.chatRequests()).toHaveLength(0);
+  });
+});
+
+describe('LM Studio dispatch by loaded model (prompt-prix ADR-006)', () => {
+  const answers = (n: number, text: string) => Array.from({ length: n }, () => turn(text));
+
+  it('sends every request for a model to the server that has it loaded, not one that only lists it', async () => {
+    const listing = await fake({
+      flavor: 'lm_studio',
+      models: [{ ...CODER, loaded: false }],
+      script: answers(4, 'listing'),
+    });
+    const loaded = await fake({ flavor: 'lm_studio', models: [CODER], script: answers(4, 'loaded') });
+    const lm = backend([listing.url, loaded.url]);
+    await lm.probe();
+    const turns = await Promise.all([1, 2, 3, 4].map(() => lm.chatClient().complete(ask(CODER.id))));
+    expect(turns.map((t) => t.content)).toEqual(['loaded', 'loaded', 'loaded', 'loaded']);
+    expect(listing.chatRequests()).toHaveLength(0);
+  });
+
+  it('sends a model loaded nowhere to a server that lists it', async () => {
+    const a = await fake({ flavor: 'lm_studio', models: [{ id: 'google/gemma-3-4b', toolUse: true }] });
+    const b = await fake({
+      flavor: 'lm_studio',
+      models: [{ ...CODER, loaded: false }],
+      script: [turn('b loads it')],
+    });
+    const lm = backend([a.url, b.url]);
+    await lm.probe();
+    expect((await lm.chatClient().complete(ask(CODER.id))).content).toBe('b loads it');
+    expect(a.chatRequests()).toHaveLength(0);
+  });
+
+  it('re-reads which server has the model loaded as requests go on', async () => {
+    const modelsA = [{ ...CODER }];
+    const modelsB = [{ ...CODER, loaded: false }];
+    const a = await fake({ flavor: 'lm_studio', models: modelsA, script: answers(3, 'a') });
+    const b = await fake({ flavor: 'lm_studio', models: modelsB, script: answers(3, 'b') });
+    const lm = backend([a.url, b.url], new HealthBook(), 0);
+    await lm.probe();
+    const probeGets = b.requests.filter((r) => r.method === 'GET').length;
+    expect((await lm.chatClient().complete(ask(CODER.id))).content).toBe('a');
+    // The user unloads it on a and loads it on b; the adapter notices on its next re-read.
+    modelsA[0]!.loaded = false;
+    modelsB[0]!.loaded = true;
+    await lm.chatClient().complete(ask(CODER.id));
+    // Every request started a re-read in the background; wait for two more whole probes of b.
+    await waitFor(() => b.requests.filter((r) => r.method === 'GET').length >= probeGets * 3);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await lm.chatClient().complete(ask(CODER.id))).content).toBe('b');
   });
 });
 

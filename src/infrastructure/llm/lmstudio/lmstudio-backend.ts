@@ -10,6 +10,11 @@ export interface LmStudioBackendOptions {
   readonly probeTimeoutMs: number;
   readonly chat: LmStudioClientOptions;
   readonly health: HealthBook;
+  /**
+   * How old what the pool knows of the servers (which model is loaded where) may get while
+   * requests flow before it is re-read in the background. Default 5 s.
+   */
+  readonly refreshAfterMs?: number;
 }
 
 /**
@@ -20,6 +25,8 @@ export class LmStudioBackend implements ModelCatalog {
   readonly #options: LmStudioBackendOptions;
   readonly #pool: ServerPool;
   #client: LmStudioChatClient | undefined;
+  #probedAt = Number.NEGATIVE_INFINITY;
+  #refreshing: Promise<unknown> | undefined;
 
   constructor(options: LmStudioBackendOptions) {
     this.#options = options;
@@ -31,12 +38,28 @@ export class LmStudioBackend implements ModelCatalog {
       this.#options.urls.map((url) => probeLmStudio(url, this.#options.probeTimeoutMs, signal)),
     );
     for (const probe of probes) this.#pool.update(probe);
+    this.#probedAt = Date.now();
     return probes;
   }
 
   /** The one chat client for every LM Studio server. */
   chatClient(): ChatClient {
-    this.#client ??= new LmStudioChatClient(this.#pool, this.#options.chat);
+    this.#client ??= new LmStudioChatClient(this.#pool, this.#options.chat, () => this.#refresh());
     return this.#client;
+  }
+
+  /**
+   * Re-reads the servers in the background when what the pool knows is older than
+   * `refreshAfterMs`: a model loaded or unloaded while a battery runs moves its requests
+   * (prompt-prix ADR-006). The request that notices goes by what is known now.
+   */
+  #refresh(): void {
+    if (this.#refreshing !== undefined) return;
+    if (Date.now() - this.#probedAt < (this.#options.refreshAfterMs ?? 5000)) return;
+    this.#refreshing = this.probe()
+      .catch(() => {})
+      .finally(() => {
+        this.#refreshing = undefined;
+      });
   }
 }

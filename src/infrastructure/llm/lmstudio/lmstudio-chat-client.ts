@@ -7,23 +7,27 @@ import type { ServerPool } from './server-pool.ts';
 export type LmStudioClientOptions = Omit<OpenAiChatClientOptions, 'backend' | 'baseUrl'>;
 
 /**
- * The LM Studio dispatcher: sends each request to a healthy server that has the model, the least
- * busy first. A server that stays unreachable after its client's own retries is marked down and
+ * The LM Studio dispatcher: sends each request to a healthy server that has the model loaded,
+ * else one that lists it, the least busy first. A server that stays unreachable after its client's own retries is marked down and
  * the request moves to the next server; when none is left it throws `backend_unavailable`.
  */
 export class LmStudioChatClient implements ChatClient {
   readonly backend = 'lm_studio' as const;
   readonly #pool: ServerPool;
   readonly #clients = new Map<string, OpenAiChatClient>();
+  readonly #refresh: () => void;
 
-  constructor(pool: ServerPool, options: LmStudioClientOptions) {
+  /** `refresh`: asks the adapter to re-read what the servers have when it is getting old. */
+  constructor(pool: ServerPool, options: LmStudioClientOptions, refresh: () => void = () => {}) {
     this.#pool = pool;
+    this.#refresh = refresh;
     for (const url of pool.urls) {
       this.#clients.set(url, new OpenAiChatClient({ ...options, backend: 'lm_studio', baseUrl: url }));
     }
   }
 
   async complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> {
+    this.#refresh();
     const order = this.#pool.order(request.model);
     const failures: string[] = [];
     let last: FabricError | undefined;

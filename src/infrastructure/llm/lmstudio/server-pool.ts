@@ -6,6 +6,8 @@ interface ServerState {
   readonly url: string;
   /** Model ids from the last successful probe; undefined until one answered. */
   models: readonly string[] | undefined;
+  /** Of those, the ids the server has loaded (prompt-prix ADR-006: send a model where it is loaded). */
+  loaded: readonly string[];
   inFlight: number;
 }
 
@@ -19,7 +21,7 @@ export class ServerPool {
   #turn = 0;
 
   constructor(urls: readonly string[], health: HealthBook) {
-    this.#servers = urls.map((url) => ({ url, models: undefined, inFlight: 0 }));
+    this.#servers = urls.map((url) => ({ url, models: undefined, loaded: [], inFlight: 0 }));
     this.#health = health;
   }
 
@@ -33,6 +35,7 @@ export class ServerPool {
     if (!server) return;
     if (probe.ok) {
       server.models = probe.models.map((model) => model.id);
+      server.loaded = probe.models.filter((model) => model.loaded === true).map((model) => model.id);
       this.#health.markUp(ServerPool.key(server.url));
     } else {
       this.#health.markDown(ServerPool.key(server.url), probe.error ?? 'probe failed');
@@ -40,8 +43,10 @@ export class ServerPool {
   }
 
   /**
-   * The servers to try for a model, best first: healthy ones with the fewest requests in flight
-   * (ties taken in turn, so runs spread), then the ones marked down, as a last resort.
+   * The servers to try for a model, best first: healthy ones that have it loaded, then healthy
+   * ones that list it (LM Studio loads it on demand); within each, the fewest requests in flight
+   * first (ties taken in turn, so runs spread); then the ones marked down, as a last resort.
+   * Loading a model is slow and may evict another, so a loaded copy wins even when busier.
    */
   order(model: string): string[] {
     const having = this.#servers.filter(
@@ -49,8 +54,10 @@ export class ServerPool {
     );
     const start = this.#turn++;
     const rotated = having.map((_, i) => having[(i + start) % having.length]!);
-    const byLoad = [...rotated].sort((a, b) => a.inFlight - b.inFlight);
-    return this.#health.order(byLoad, (server) => ServerPool.key(server.url)).map((server) => server.url);
+    const isLoaded = (server: ServerState) => server.loaded.some((id) => sameModel(id, model));
+    const byLoad = (servers: ServerState[]) => servers.sort((a, b) => a.inFlight - b.inFlight);
+    const ranked = [...byLoad(rotated.filter(isLoaded)), ...byLoad(rotated.filter((s) => !isLoaded(s)))];
+    return this.#health.order(ranked, (server) => ServerPool.key(server.url)).map((server) => server.url);
   }
 
   acquire(url: string): () => void {
