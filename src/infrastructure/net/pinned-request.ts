@@ -6,6 +6,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { setImmediate } from 'node:timers';
 import { ToolError } from '../../domain/errors.ts';
 import { collectBoundedBody } from './bounded-body.ts';
 import { isIpAddress } from './ip-address.ts';
