@@ -14,6 +14,8 @@ import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 export interface BenchFabric {
   readonly config: FabricConfig;
   run(task: string): Promise<RunResult>;
+  /** Opens the control store and waits until it answers, as a server is before its runs come. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -49,6 +51,9 @@ export async function openFabric(
   return {
     config,
     run: (task) => fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
+    ready: async () => {
+      await (await fabric.controlStore())?.migrate();
+    },
     close: () => fabric.close(),
   };
 }

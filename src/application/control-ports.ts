@@ -47,6 +47,11 @@ export interface MirroredRun {
   readonly runId: string;
   readonly events: number;
   readonly status: string;
+  /**
+   * The store has the run's `run_end` and every line before it (as many events as the highest
+   * seq): its runlog can hold nothing more, so sync need not read it.
+   */
+  readonly complete: boolean;
 }
 
 /**

@@ -54,14 +54,20 @@ export async function queryModelCalls(db: SqlQuery, runId: string): Promise<Mode
 
 /** How many events the store holds for each run it knows. */
 export async function queryMirroredRuns(db: SqlQuery): Promise<Map<string, MirroredRun>> {
-  const rows = await db.query<{ run_id: string; status: string; events: number }>(
-    `select r.id as run_id, r.status, coalesce(e.events, 0)::integer as events
+  const rows = await db.query<{ run_id: string; status: string; events: number; complete: boolean }>(
+    `select r.id as run_id, r.status, coalesce(e.events, 0)::integer as events,
+       coalesce(e.ended and e.events = e.max_seq, false) as complete
      from control.runs r
-     left join (select run_id, count(*) as events from control.run_events group by run_id) e
-       on e.run_id = r.id`,
+     left join (
+       select run_id, count(*) as events, max(seq) as max_seq, bool_or(kind = 'run_end') as ended
+       from control.run_events group by run_id
+     ) e on e.run_id = r.id`,
   );
   return new Map(
-    rows.map((row) => [row.run_id, { runId: row.run_id, events: row.events, status: row.status }]),
+    rows.map((row) => [
+      row.run_id,
+      { runId: row.run_id, events: row.events, status: row.status, complete: row.complete },
+    ]),
   );
 }
 

@@ -56,6 +56,9 @@ export async function syncRunlogs(
   let eventsInserted = 0;
   let modelCallsInserted = 0;
   for (const runId of runIds) {
+    // A run the store holds whole (its run_end and every line before it) has nothing left to
+    // write: its runlog is not read again. (A run directory named otherwise than its run id is.)
+    if (mirrored.get(runId)?.complete === true) continue;
     let events: readonly RunEvent[];
     let loggedId: string;
     try {

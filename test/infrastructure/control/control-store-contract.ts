@@ -274,6 +274,31 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
       });
     });
 
+    it('knows a run is complete only once it holds its run_end and every line before it', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const id = runId('complete');
+        const events = await writeRunlog(runsDir, id, '2029-01-07T10:00:00Z', succeededRun());
+        await store.migrate();
+        const end = events.length - 1;
+        // Everything but a line in the middle, run_end included: not complete.
+        await store.write({ events: [...events.slice(0, 3), ...events.slice(4)], modelCalls: [] });
+        expect((await store.mirroredRuns()).get(id)).toMatchObject({ events: end, complete: false });
+        // The missing line arrives: complete, and sync no longer needs to read the runlog.
+        await store.write({ events: [events[3]!], modelCalls: [] });
+        expect((await store.mirroredRuns()).get(id)).toMatchObject({ events: end + 1, complete: true });
+        const unfinished = runId('unfinished');
+        const started = await writeRunlog(
+          runsDir,
+          unfinished,
+          '2029-01-07T11:00:00Z',
+          succeededRun().slice(0, 3),
+        );
+        await store.write({ events: started, modelCalls: [] });
+        expect((await store.mirroredRuns()).get(unfinished)).toMatchObject({ events: 3, complete: false });
+      });
+    });
+
     it('marks a run interrupted only while it is running, and a later run_end still wins', async () => {
       await withStore(harness(), async (store) => {
         const runsDir = await tempRunsDir();
