@@ -40,6 +40,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'serve the fabric as an MCP server on stdio (run_task, list_specialists, ...)',
     run: async (argv, io) => (await import('./commands/mcp.ts')).mcpCommand(argv, io),
   },
+  daemon: {
+    summary: 'implement OpenSpec tasks one by one: run, validate, tick, commit (`fabric daemon status`)',
+    run: async (argv, io) => (await import('./commands/daemon.ts')).daemonCommand(argv, io),
+  },
   serve: {
     summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
     run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),
@@ -51,8 +55,9 @@ function mainHelp(): string {
   const commands = Object.entries(COMMANDS)
     .map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`)
     .join('\n');
+  const envWidth = Math.max(...Object.keys(ENVIRONMENT_VARIABLES).map((name) => name.length));
   const env = Object.entries(ENVIRONMENT_VARIABLES)
-    .map(([name, what]) => `  ${name.padEnd(17)} ${what}`)
+    .map(([name, what]) => `  ${name.padEnd(envWidth)} ${what}`)
     .join('\n');
   return `agent-fabric ${FABRIC_VERSION}: a specialist agent runtime for local models (LM Studio, Ollama).
 

@@ -1,0 +1,60 @@
+import type { DaemonTaskView } from './daemon-status.ts';
+
+/** What the daemon reports as it goes: progress on stderr, or one JSON line each with `--json`. */
+export type DaemonEvent =
+  | {
+      readonly event: 'daemon_start';
+      readonly repo: string;
+      readonly changes: readonly string[];
+      readonly max_attempts: number;
+      readonly interval_s: number;
+      readonly once: boolean;
+    }
+  | { readonly event: 'change_unreadable'; readonly change: string; readonly message: string }
+  | { readonly event: 'task_start'; readonly task: DaemonTaskView; readonly attempt: number }
+  | {
+      readonly event: 'run_end';
+      readonly task: DaemonTaskView;
+      readonly attempt: number;
+      readonly run_id: string;
+      readonly status: string;
+      readonly error: string | null;
+    }
+  | {
+      readonly event: 'validation';
+      readonly task: DaemonTaskView;
+      readonly attempt: number;
+      readonly ok: boolean;
+      readonly tests_passed: number | null;
+      /** The commands' output when they failed; null when they passed. */
+      readonly report: string | null;
+    }
+  | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
+  | {
+      readonly event: 'task_done';
+      readonly task: DaemonTaskView;
+      readonly seconds: number;
+      readonly tokens: number;
+      readonly overhead_ms: number;
+    }
+  | { readonly event: 'task_blocked'; readonly task: DaemonTaskView; readonly diagnostics: string }
+  | { readonly event: 'task_cancelled'; readonly task: DaemonTaskView }
+  | {
+      readonly event: 'change_stopped';
+      readonly change: string;
+      readonly task: string;
+      readonly reason: string;
+    }
+  | {
+      readonly event: 'backend_down';
+      readonly message: string;
+      readonly failures: number;
+      readonly backoff_s: number;
+    }
+  | { readonly event: 'backend_up' }
+  | { readonly event: 'pass_end'; readonly done: number; readonly pending: number; readonly blocked: number }
+  | { readonly event: 'idle'; readonly next_scan_s: number }
+  | { readonly event: 'daemon_stop'; readonly reason: 'once' | 'cancelled'; readonly blocked: number };
+
+/** An event with the time it happened. */
+export type StampedDaemonEvent = DaemonEvent & { readonly ts: string };

@@ -1,0 +1,44 @@
+/**
+ * The daemon's ports besides OpenSpec and git: the run that implements a task, the validation
+ * after it, and where the daemon keeps its state. Nothing here does I/O.
+ */
+import type { RunResult } from '../../domain/run-result.ts';
+import type { DaemonState, DaemonTaskRecord } from './daemon-state.ts';
+
+/** What starting a task's run came to. */
+export type TaskRunResult =
+  | { readonly kind: 'ran'; readonly result: RunResult }
+  /** No model reachable (connection refused, no backend has a usable model): no attempt is spent. */
+  | { readonly kind: 'backend_down'; readonly message: string }
+  | { readonly kind: 'cancelled' };
+
+/** Starts a specialist run in the repository (the rust specialist by default). */
+export interface TaskRunner {
+  run(task: string, signal: AbortSignal): Promise<TaskRunResult>;
+}
+
+/** The outcome of the validation commands. */
+export interface ValidationReport {
+  readonly ok: boolean;
+  /** Each command with its exit and (bounded) output: the next attempt's feedback when not ok. */
+  readonly report: string;
+  /** Tests that passed, summed over `cargo test`'s result lines; null when no tests ran. */
+  readonly testsPassed: number | null;
+}
+
+/** Runs the configured validation commands (default `cargo build`, `cargo test`) in the sandbox. */
+export interface Validator {
+  validate(signal: AbortSignal): Promise<ValidationReport>;
+}
+
+/** Where the daemon's state lives outside the repository (a file under the runs directory). */
+export interface DaemonStateStore {
+  /** The saved state, or null before the first daemon ran on this repository. */
+  load(): Promise<DaemonState | null>;
+  save(state: DaemonState): Promise<void>;
+}
+
+/** The control plane's `control.daemon_tasks`, written best-effort (a database that is off never stops the daemon). */
+export interface DaemonTaskSink {
+  record(repo: string, task: DaemonTaskRecord): Promise<void>;
+}

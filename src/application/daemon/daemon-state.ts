@@ -1,0 +1,81 @@
+/** The daemon's own record of its work (SPEC §11): kept outside the repository, read by `daemon status`. */
+
+/** A task's status as status and `--json` show it. */
+export type DaemonTaskStatus = 'done' | 'pending' | 'blocked' | 'running';
+
+/** What the daemon knows of one task it worked on. */
+export interface DaemonTaskRecord {
+  readonly change: string;
+  readonly id: string;
+  readonly text: string;
+  status: DaemonTaskStatus;
+  attempts: number;
+  run_ids: string[];
+  commit: string | null;
+  /** The last failure (compiler, tests, run error, commit hook) when blocked or retrying. */
+  diagnostics: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  seconds: number | null;
+  tokens: number;
+  files_changed: number | null;
+  lines_added: number | null;
+  lines_removed: number | null;
+  tests_passed: number | null;
+}
+
+/** Backend connection health as the daemon saw it. */
+export interface BackendHealth {
+  state: 'up' | 'down' | 'unknown';
+  last_ok: string | null;
+  failures: number;
+  backoff_s: number;
+  last_error: string | null;
+}
+
+/** The whole state file. */
+export interface DaemonState {
+  readonly version: 1;
+  readonly repo: string;
+  /** The daemon that wrote it last; a `running` task of a daemon that is gone is shown `pending`. */
+  pid: number | null;
+  host: string | null;
+  updated_at: string;
+  tasks: DaemonTaskRecord[];
+  backend: BackendHealth;
+}
+
+/** A state for a repository no daemon has worked on yet. */
+export function emptyState(repo: string, now: Date): DaemonState {
+  return {
+    version: 1,
+    repo,
+    pid: null,
+    host: null,
+    updated_at: now.toISOString(),
+    tasks: [],
+    backend: { state: 'unknown', last_ok: null, failures: 0, backoff_s: 0, last_error: null },
+  };
+}
+
+/** The record of a task, made when the daemon first takes it up (or takes it up again). */
+export function freshRecord(change: string, id: string, text: string): DaemonTaskRecord {
+  return {
+    change,
+    id,
+    text,
+    status: 'pending',
+    attempts: 0,
+    run_ids: [],
+    commit: null,
+    diagnostics: null,
+    started_at: null,
+    ended_at: null,
+    seconds: null,
+    tokens: 0,
+    files_changed: null,
+    lines_added: null,
+    lines_removed: null,
+    tests_passed: null,
+  };
+}

@@ -1,0 +1,122 @@
+import { realpath } from 'node:fs/promises';
+import * as v from 'valibot';
+import type { ValidationReport, Validator } from '../../application/daemon/daemon-ports.ts';
+import { type SandboxConfig, SandboxSchema } from '../../config/schema.ts';
+import { errorMessage, FabricError } from '../../domain/errors.ts';
+import { DEFAULT_RUST_COMMANDS } from '../packs/rust/rust-pack.ts';
+import { splitCommand } from '../sandbox/argv.ts';
+import { checkCommand, parseAllowlist } from '../sandbox/command-policy.ts';
+import { CommandSandbox } from '../sandbox/command-sandbox.ts';
+import { recordPathsIn } from '../sandbox/record-paths.ts';
+
+/** Output kept per command in the report (its tail: where cargo puts the errors and the summary). */
+const REPORT_TAIL = 6000;
+
+/** What the validator is built from. */
+export interface SandboxValidatorOptions {
+  readonly repo: string;
+  /** The validation commands, e.g. `cargo build`, `cargo test`. */
+  readonly commands: readonly string[];
+  /** The specialist's sandbox (its allowlist applies to the validation commands too). */
+  readonly sandbox: SandboxConfig | undefined;
+  /** The specialist's pack options (`bwrap_path`, `cargo_home`, `rustup_home`). */
+  readonly options?: Readonly<Record<string, unknown>>;
+  readonly runsDir: string;
+  readonly configFile: string;
+}
+
+/**
+ * Runs the daemon's validation commands through the rust pack's command sandbox: the same argv
+ * policy and allowlist as `shell`, bubblewrap where it works, a scrubbed environment and limits.
+ */
+export class SandboxValidator implements Validator {
+  readonly #sandbox: CommandSandbox;
+  readonly #commands: readonly string[];
+
+  private constructor(sandbox: CommandSandbox, commands: readonly string[]) {
+    this.#sandbox = sandbox;
+    this.#commands = commands;
+  }
+
+  /** Builds the validator; a command the sandbox would refuse is a `usage` error now, not at the first task. */
+  static async create(options: SandboxValidatorOptions): Promise<SandboxValidator> {
+    const config = options.sandbox ?? {
+      ...v.parse(SandboxSchema, {}),
+      allowed_commands: DEFAULT_RUST_COMMANDS,
+    };
+    const root = await realpath(options.repo);
+    const allowed = parseAllowlist(config.allowed_commands);
+    if (options.commands.length === 0) {
+      throw new FabricError(
+        'usage',
+        'daemon.validate is empty: list the commands that check a task (e.g. cargo build, cargo test).',
+      );
+    }
+    for (const command of options.commands) {
+      try {
+        checkCommand(splitCommand(command), { allowed, root });
+      } catch (error) {
+        throw new FabricError(
+          'usage',
+          `The validation command "${command}" is refused by the specialist's sandbox: ${errorMessage(error)} ` +
+            `Allowed: ${config.allowed_commands.join(', ') || '(none)'}. Change daemon.validate or sandbox.allowed_commands.`,
+        );
+      }
+    }
+    const packOptions = options.options ?? {};
+    const text = (key: string) =>
+      typeof packOptions[key] === 'string' ? (packOptions[key] as string) : undefined;
+    const sandbox = new CommandSandbox({
+      root,
+      allowedCommands: config.allowed_commands,
+      timeoutMs: config.timeout_s * 1000,
+      network: config.network,
+      outputLimitBytes: config.output_limit_bytes,
+      whenNoOsSandbox: config.when_no_os_sandbox,
+      bwrapPath: text('bwrap_path'),
+      toolchain: { cargoHome: text('cargo_home'), rustupHome: text('rustup_home') },
+      record: await recordPathsIn(root, {
+        searxngUrl: undefined,
+        runsDir: options.runsDir,
+        configFile: options.configFile,
+      }),
+    });
+    return new SandboxValidator(sandbox, options.commands);
+  }
+
+  async validate(signal: AbortSignal): Promise<ValidationReport> {
+    const sections: string[] = [];
+    let testsPassed: number | null = null;
+    for (const command of this.#commands) {
+      let ok = false;
+      let section: string;
+      try {
+        const result = await this.#sandbox.run(command, signal);
+        const output = `${result.stdout}\n${result.stderr}`;
+        const passed = countPassed(output);
+        if (passed !== null) testsPassed = (testsPassed ?? 0) + passed;
+        ok = result.end === 'exited' && result.exitCode === 0;
+        const end = result.end === 'exited' ? `exit code ${result.exitCode}` : result.end;
+        section = `$ ${command}\n${end}${ok ? '' : `\n${tail(output.trim())}`}`;
+      } catch (error) {
+        section = `$ ${command}\nnot run: ${errorMessage(error)}`;
+      }
+      sections.push(section);
+      // Tests of a crate that does not build say nothing new.
+      if (!ok) return { ok: false, report: sections.join('\n\n'), testsPassed };
+    }
+    return { ok: true, report: sections.join('\n\n'), testsPassed };
+  }
+}
+
+/** Sums `test result: ok. 3 passed; ...` lines of `cargo test`; null when there are none. */
+export function countPassed(output: string): number | null {
+  const matches = [...output.matchAll(/test result: \w+\. (\d+) passed/g)];
+  return matches.length === 0 ? null : matches.reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+function tail(text: string): string {
+  return text.length <= REPORT_TAIL
+    ? text
+    : `[… ${text.length - REPORT_TAIL} earlier characters]\n${text.slice(-REPORT_TAIL)}`;
+}

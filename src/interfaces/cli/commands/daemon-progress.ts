@@ -1,0 +1,74 @@
+import type { StampedDaemonEvent } from '../../../application/daemon/daemon-events.ts';
+import type { OutputStream } from '../io.ts';
+import type { Style } from '../style.ts';
+
+const DIAGNOSTICS_LINES = 12;
+
+/** The daemon's events for a person, on stderr: which task, which attempt, how it went. */
+export function daemonProgressLine(event: StampedDaemonEvent, s: Style): string | null {
+  switch (event.event) {
+    case 'daemon_start':
+      return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${event.max_attempts} attempts · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
+    case 'change_unreadable':
+      return s.red(`✗ change ${event.change} cannot be read: ${event.message}`);
+    case 'task_start':
+      return s.bold(`▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}`);
+    case 'run_end':
+      return `  run ${event.run_id} ended ${event.status}${event.error === null ? '' : `: ${event.error}`}`;
+    case 'validation':
+      return event.ok
+        ? s.green(
+            `  ✓ validated${event.tests_passed === null ? '' : ` (${event.tests_passed} tests passed)`}`,
+          )
+        : s.red(`  ✗ validation failed:\n${indent(lastLines(event.report ?? '', DIAGNOSTICS_LINES))}`);
+    case 'task_retry':
+      return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
+    case 'task_done':
+      return s.green(
+        `✓ ${event.task.change} ${event.task.id} committed ${event.task.commit?.slice(0, 10)} (${event.task.attempts} attempt(s), ${event.seconds}s, ${event.tokens} tokens)`,
+      );
+    case 'task_blocked':
+      return s.red(
+        `✗ ${event.task.change} ${event.task.id} blocked after ${event.task.attempts} attempt(s); tree restored to the last commit. Last diagnostics:\n${indent(lastLines(event.diagnostics, DIAGNOSTICS_LINES))}`,
+      );
+    case 'task_cancelled':
+      return s.yellow(`■ ${event.task.change} ${event.task.id} cancelled; tree restored to the last commit`);
+    case 'change_stopped':
+      return s.yellow(
+        `  change ${event.change} stops at ${event.task} (${event.reason}); other changes go on`,
+      );
+    case 'backend_down':
+      return s.yellow(
+        `… no model reachable (${event.message}); no attempt spent; trying again in ${event.backoff_s}s (failure ${event.failures})`,
+      );
+    case 'backend_up':
+      return s.green('  model backend reachable again');
+    case 'pass_end':
+      return `pass done: ${event.done} done, ${event.pending} pending, ${event.blocked} blocked`;
+    case 'idle':
+      return s.dim(`waiting ${event.next_scan_s}s before the next scan (Ctrl-C to stop)`);
+    case 'daemon_stop':
+      return `daemon stopped (${event.reason}); ${event.blocked} blocked`;
+  }
+}
+
+/** Writes each event: a progress line on stderr, and with `--json` one JSON line on stdout. */
+export function daemonEventWriter(stdout: OutputStream, stderr: OutputStream, style: Style, json: boolean) {
+  return (event: StampedDaemonEvent) => {
+    if (json) stdout.write(`${JSON.stringify(event)}\n`);
+    const line = daemonProgressLine(event, style);
+    if (line !== null) stderr.write(`${line}\n`);
+  };
+}
+
+function lastLines(text: string, count: number): string {
+  const lines = text.trimEnd().split('\n');
+  return lines.length <= count ? lines.join('\n') : ['…', ...lines.slice(-count)].join('\n');
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+}

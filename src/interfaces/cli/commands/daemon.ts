@@ -1,0 +1,171 @@
+import { realpath, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import process from 'node:process';
+import { parseArgs } from 'node:util';
+import { CompletionDaemon } from '../../../application/daemon/completion-daemon.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
+import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
+import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
+import { systemClock } from '../../../infrastructure/runlog/stamp.ts';
+import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
+import { createFabric } from '../../compose.ts';
+import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
+import { FabricTaskRunner } from '../../daemon/fabric-task-runner.ts';
+import { positiveInt } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { ProgressReporter } from '../progress.ts';
+import { styleFor } from '../style.ts';
+import { daemonEventWriter } from './daemon-progress.ts';
+import { formatStatus } from './daemon-status-format.ts';
+
+export const DAEMON_HELP = `Usage: fabric daemon [options]
+       fabric daemon status [--repo DIR] [--json]
+
+Works through a repository's OpenSpec change sets (openspec/changes/<id>/tasks.md) one task at a
+time: a rust-specialist run implements the task, the validation commands (daemon.validate in the
+config; default: cargo build, cargo test) run in the sandbox, and a validated task is ticked in
+tasks.md and committed with its work (one commit per task, with a Fabric-Run: <run_id> trailer).
+A task that fails is tried again with the failure as feedback, from where the last attempt left
+the tree; after --max-attempts it is blocked: the tree goes back to the last commit, its change
+stops and the others go on. When no model is reachable no attempt is spent: the daemon waits
+(backoff doubling up to the interval) and says so.
+
+The repository must be a git work tree on a branch with nothing uncommitted: the daemon never
+discards a change it did not make. One daemon per repository. Its state is kept under the runs
+directory (and in control.daemon_tasks), never in the repository.
+
+Options:
+      --repo DIR          the repository (default: the working directory)
+      --change ID         only this change (repeatable; default: every change, in name order)
+      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked)
+      --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
+      --max-attempts N    attempts per task before it is blocked (default 3)
+      --retry-blocked     try blocked tasks again (a task whose text changed is retried anyway)
+  -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's)
+  -c, --config FILE       the config file
+      --json              one JSON line per event on stdout (progress stays on stderr)
+  -h, --help              show this help
+
+Status (\`fabric daemon status\`): tasks done / pending / blocked per change, attempts, success
+rates, time and tokens per task, backend health; --json prints
+{ changes: [{ id, done, pending, blocked, tasks }], stats, backend }.
+
+Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_DAEMON_INTERVAL.
+SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
+
+Exit codes: 0 done (nothing blocked) · 1 a task is blocked · 2 usage, config or repository problem
+            130 cancelled
+
+Example:
+  cd my-compositor && fabric daemon --once --change add-damage-tracking
+`;
+
+/** `fabric daemon` and `fabric daemon status`. */
+export async function daemonCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(argv);
+  if (values.help) {
+    io.stdout.write(DAEMON_HELP);
+    return EXIT.ok;
+  }
+  const [sub, ...extra] = positionals;
+  if ((sub !== undefined && sub !== 'status') || extra.length > 0) {
+    throw new FabricError('usage', `Unknown argument "${sub ?? extra[0]}". See \`fabric daemon --help\`.`);
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const repo = await repoDir(resolve(io.cwd, values.repo ?? '.'));
+  if (sub === 'status') {
+    const status = await readDaemonStatus(repo, config.runs_dir);
+    io.stdout.write(values.json ? `${JSON.stringify(status)}\n` : formatStatus(status));
+    return EXIT.ok;
+  }
+  const intervalS = positiveInt('--interval', values.interval) ?? config.daemon.interval_s;
+  const maxAttempts = positiveInt('--max-attempts', values['max-attempts']) ?? config.daemon.max_attempts;
+  const specialist = config.daemon.specialist;
+  const specialistConfig = config.specialists[specialist];
+  if (specialistConfig === undefined) {
+    throw new FabricError(
+      'specialist_unknown',
+      `daemon.specialist is "${specialist}", which the config does not define. Add it under specialists, or change daemon.specialist.`,
+    );
+  }
+  const validator = await SandboxValidator.create({
+    repo,
+    commands: config.daemon.validate,
+    sandbox: specialistConfig.sandbox,
+    options: specialistConfig.options,
+    runsDir: config.runs_dir,
+    configFile: config.source,
+  });
+  const style = styleFor(io.stderr, io.env);
+  const fabric = createFabric(config, {
+    onDegraded: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
+  });
+  const runner = new FabricTaskRunner(fabric, {
+    specialist,
+    workspace: repo,
+    model: values.model ?? config.daemon.model,
+    observers: () => [new ProgressReporter(io.stderr, style)],
+  });
+  const daemon = new CompletionDaemon(
+    {
+      repo,
+      openspec: new OpenSpecFiles(repo),
+      git: new GitRepository(repo, [config.runs_dir]),
+      runner,
+      validator,
+      state: new StateFile(config.runs_dir, repo),
+      clock: systemClock,
+      owner: { pid: process.pid, host: hostname() },
+      onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
+    },
+    {
+      changes: values.change ?? [],
+      once: values.once === true,
+      intervalMs: intervalS * 1000,
+      maxAttempts,
+      retryBlocked: values['retry-blocked'] === true,
+    },
+  );
+  const outcome = await daemon.run(io.signal).finally(() => fabric.close());
+  if (outcome.cancelled) return EXIT.cancelled;
+  return outcome.blocked > 0 ? EXIT.runFailed : EXIT.ok;
+}
+
+function parse(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        repo: { type: 'string' },
+        change: { type: 'string', multiple: true },
+        once: { type: 'boolean' },
+        interval: { type: 'string' },
+        'max-attempts': { type: 'string' },
+        'retry-blocked': { type: 'boolean' },
+        model: { type: 'string', short: 'm' },
+        config: { type: 'string', short: 'c' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message.replace(/^.*?: /, '') : String(error);
+    throw new FabricError('usage', `${message}\nSee \`fabric daemon --help\`.`);
+  }
+}
+
+async function repoDir(path: string): Promise<string> {
+  const info = await stat(path).catch(() => undefined);
+  if (info === undefined || !info.isDirectory()) {
+    throw new FabricError(
+      'usage',
+      `--repo: ${path} ${info === undefined ? 'does not exist' : 'is not a directory'}.`,
+    );
+  }
+  return realpath(path);
+}
