@@ -18,7 +18,7 @@ import { newRunId } from '../application/run-id.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
-import { FabricError } from '../domain/errors.ts';
+import { FabricError, errorMessage } from '../domain/errors.ts';
 import type { RunResult } from '../domain/run-result.ts';
 import { ControlPlane } from '../infrastructure/control/control-plane.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
@@ -155,11 +155,21 @@ export class Fabric {
   async #openControlPlane(): Promise<ControlPlane | null> {
     const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
     if (embedded && this.#options.lifetime === 'one_shot') return null;
-    const store = await openControlStore({
-      enabled: this.config.control.enabled,
-      dsn: this.config.control.dsn,
-      runsDir: this.config.runs_dir,
-    });
+    let store: ControlStore | null;
+    try {
+      store = await openControlStore({
+        enabled: this.config.control.enabled,
+        dsn: this.config.control.dsn,
+        runsDir: this.config.runs_dir,
+      });
+    } catch (error) {
+      // Even a store that cannot be built (a DSN the client rejects) never fails a run (SPEC §7).
+      this.#options.onDegraded?.(
+        `control plane unavailable (db_off): the control store could not be opened (${errorMessage(error)}); ` +
+          'check control.dsn / FABRIC_DSN (postgres://user@host:5432/db). Runs go on; `fabric control sync` writes them in later.',
+      );
+      return null;
+    }
     if (store === null) return null;
     const plane = new ControlPlane(store, this.runLogStore, {
       // Only the embedded database has a single holder that must pick up others' runs.
