@@ -19,6 +19,7 @@ import { type ChatContext, estimatePromptTokens, resolveReply } from './fake-llm
 import type {
   Answer,
   FakeLlmServer,
+  FakeChatMessage,
   FakeLlmServerOptions,
   FakeModel,
   RecordedRequest,
@@ -26,6 +27,7 @@ import type {
 } from './fake-llm-types.ts';
 
 export type {
+  FakeChatMessage,
   FakeFlavor,
   FakeLlmServer,
   FakeLlmServerOptions,
@@ -48,6 +50,11 @@ type ChatApi = 'openai' | 'native';
 export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise<FakeLlmServer> {
   const { flavor } = options;
   const script: ScriptedTurn[] = [...(options.script ?? [])];
+  const byTask = (options.byTask ?? []).map((entry) => ({ match: entry.match, script: [...entry.script] }));
+  const scriptFor = (body: object): ScriptedTurn[] => {
+    const text = firstUserText(body);
+    return byTask.find((entry) => text.includes(entry.match))?.script ?? script;
+  };
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const ollamaVersion = options.ollamaVersion ?? '0.12.6';
@@ -99,7 +106,20 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
         return chatError(api, 400, `${ollamaRegistryName(model.id)} does not support tools`);
       }
     }
-    const turn = script.shift();
+    // A responder answers from the request itself (which model, which task, how far the
+    // conversation is), so concurrent runs cannot take each other's turns.
+    const responded = options.respond?.({ model: requested, messages: chatMessages(body) });
+    if (responded !== undefined) {
+      const stream = api === 'native' ? request.stream !== false : request.stream === true;
+      const usage = request.stream_options as { include_usage?: unknown } | undefined;
+      return renderTurn(api, responded, {
+        model: flavor === 'lm_studio' ? (model?.id ?? requested) : requested,
+        stream,
+        includeUsage: usage?.include_usage === true,
+        promptTokens: estimatePromptTokens(body),
+      });
+    }
+    const turn = scriptFor(body).shift();
     if (!turn)
       return chatError(api, 500, 'fake server: script exhausted (no scripted turn left for this request)');
     // The native API streams unless told otherwise; the OpenAI API does not.
@@ -208,6 +228,11 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     push: (...turns) => {
       script.push(...turns);
     },
+    pushFor: (match, ...turns) => {
+      const entry = byTask.find((candidate) => candidate.match === match);
+      if (entry) entry.script.push(...turns);
+      else byTask.push({ match, script: [...turns] });
+    },
     stop: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
@@ -237,6 +262,31 @@ async function write(res: ServerResponse, answer: Answer): Promise<void> {
   }
   if (answer.cut) res.socket?.destroy();
   else res.end();
+}
+
+/** The text of a chat request's first user message (string content, or the text parts of an array). */
+function firstUserText(body: object): string {
+  const messages = (body as { messages?: unknown }).messages;
+  if (!Array.isArray(messages)) return '';
+  const user = messages.find(
+    (m): m is { role: string; content: unknown } => (m as { role?: unknown })?.role === 'user',
+  );
+  if (user === undefined) return '';
+  if (typeof user.content === 'string') return user.content;
+  if (Array.isArray(user.content)) {
+    return user.content.map((part) => (typeof part?.text === 'string' ? part.text : '')).join('');
+  }
+  return '';
+}
+
+/** A chat request's messages, as the responder sees them. */
+function chatMessages(body: object): FakeChatMessage[] {
+  const messages = (body as { messages?: unknown }).messages;
+  if (!Array.isArray(messages)) return [];
+  return messages.map((m: { role?: unknown; content?: unknown }) => ({
+    role: typeof m?.role === 'string' ? m.role : '',
+    content: typeof m?.content === 'string' ? m.content : JSON.stringify(m?.content ?? ''),
+  }));
 }
 
 function parseBody(raw: string): unknown {

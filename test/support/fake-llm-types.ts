@@ -65,6 +65,8 @@ export interface FakeLlmServer {
   chatRequests(): RecordedRequest[];
   /** Appends turns to the script. */
   push(...turns: ScriptedTurn[]): void;
+  /** Appends turns to the script of requests whose first user message contains `match`. */
+  pushFor(match: string, ...turns: ScriptedTurn[]): void;
   /** Stops at once, destroying open sockets, as a backend that dies would. */
   stop(): Promise<void>;
 }
@@ -75,11 +77,28 @@ export interface FakeLlmServerOptions {
   /** The catalog. When omitted, chat accepts any model id and the catalog endpoints list nothing. */
   models?: FakeModel[];
   script?: ScriptedTurn[];
+  /**
+   * Scripts chosen by the request: a chat request whose first user message contains `match`
+   * takes its turns from that script, in order (so runs of several tasks can be told apart);
+   * requests matching none take from `script`.
+   */
+  byTask?: { match: string; script: ScriptedTurn[] }[];
   /** LM Studio >= 0.4.0 serves /api/v1/models; older builds answer it like any unknown route. */
   lmStudioV1Api?: boolean;
   /** Reported by /api/version; also gates version-dependent fields. Default '0.12.6'. */
   ollamaVersion?: string;
   port?: number;
+  /**
+   * Answers a chat request from the request itself, before any script: return a turn, or
+   * undefined to take the next scripted one. For concurrent runs whose turns would interleave.
+   */
+  respond?: (request: { model: string; messages: readonly FakeChatMessage[] }) => ScriptedTurn | undefined;
+}
+
+/** A chat message as a responder sees it: non-string content as JSON. */
+export interface FakeChatMessage {
+  role: string;
+  content: string;
 }
 
 /** What a route handler wants written; the server turns it into bytes. */
