@@ -58,8 +58,12 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   if (workspace !== undefined) await checkWorkspace(values.specialist, workspace, true);
   // One run, then exit: the embedded control database is not booted for it; whoever opens it
   // next writes the run in from its runlog (a Postgres store is mirrored to live).
-  const fabric = createFabric(config, { lifetime: 'one_shot' });
   const style = styleFor(io.stderr, io.env);
+  // One process, one run: the process-wide notice (once per outage) is the run's one notice.
+  const fabric = createFabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
+  });
   const result = await fabric
     .run({
       specialist: values.specialist,
@@ -68,7 +72,6 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       model: values.model,
       maxSteps,
       observers: [new ProgressReporter(io.stderr, style)],
-      onNotice: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
       signal: io.signal,
     })
     // Writes what the mirror still holds (bounded) and closes the control store, however the run went.
