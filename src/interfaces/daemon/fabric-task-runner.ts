@@ -21,6 +21,7 @@ export interface FabricTaskRunnerOptions {
 export class FabricTaskRunner implements TaskRunner {
   readonly #fabric: Fabric;
   readonly #options: FabricTaskRunnerOptions;
+  #backendWasDown = false;
 
   constructor(fabric: Fabric, options: FabricTaskRunnerOptions) {
     this.#fabric = fabric;
@@ -28,6 +29,17 @@ export class FabricTaskRunner implements TaskRunner {
   }
 
   async run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
+    if (this.#backendWasDown) {
+      // The catalog keeps a failed probe for 30 s; the daemon's backoff (capped at --interval) must
+      // ask the backends again. The Fabric has no method for this yet: the catalog's own is used.
+      (this.#fabric.catalog as { invalidate?: () => void }).invalidate?.();
+    }
+    const outcome = await this.#run(task, signal);
+    this.#backendWasDown = outcome.kind === 'backend_down';
+    return outcome;
+  }
+
+  async #run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
     try {
       const result = await this.#fabric.run({
         specialist: this.#options.specialist,
