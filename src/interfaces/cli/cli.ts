@@ -44,6 +44,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'implement OpenSpec tasks one by one: run, validate, tick, commit (`fabric daemon status`)',
     run: async (argv, io) => (await import('./commands/daemon.ts')).daemonCommand(argv, io),
   },
+  battery: {
+    summary: 'run the same tasks with several models and compare them (a matrix, --json, --report)',
+    run: async (argv, io) => (await import('./commands/battery.ts')).batteryCommand(argv, io),
+  },
   serve: {
     summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
     run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),

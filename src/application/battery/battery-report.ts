@@ -1,0 +1,120 @@
+/**
+ * A battery as people read it: the matrix (a row per task, a column per model) for the terminal,
+ * and the Markdown report (`--report FILE.md`). Pure text; the CLI decides where it goes.
+ */
+import type { BatterySummary, CellSummary, ModelSummary } from './battery-summary.ts';
+import type { BatteryPlan, CellResult } from './battery-types.ts';
+
+/** What the matrix shows for cells not ended yet. */
+export type LiveState = 'pending' | 'running';
+
+/** One matrix entry for a task × model (all its repeats). */
+function entry(cells: readonly CellSummary[], live: LiveState | undefined): string {
+  if (cells.length === 0) return live === 'running' ? '…' : '·';
+  if (cells.length === 1) {
+    const [cell] = cells as [CellSummary];
+    if (cell.passed) return `✓ ${cell.steps} st`;
+    if (cell.status === 'not_run') return '– not run';
+    return `✗ ${shortCheck(cell.failed_check)}`;
+  }
+  const passed = cells.filter((cell) => cell.passed).length;
+  return `${passed}/${cells.length} ✓${live === 'running' ? ' …' : ''}`;
+}
+
+function shortCheck(check: string | null): string {
+  if (check === null) return '';
+  return check.replace(/^files_contain: /, 'file ').replace(/^command: /, '');
+}
+
+/**
+ * The matrix as fixed-width text. `ended` are the cells done so far; `running` marks
+ * task × model pairs with a cell in progress.
+ */
+export function renderMatrix(
+  plan: BatteryPlan,
+  ended: readonly CellResult[],
+  running: ReadonlySet<string> = new Set(),
+): string {
+  const header = ['task', ...plan.models];
+  const rows = plan.tasks.map((task) => [
+    task.id,
+    ...plan.models.map((model) => {
+      const cells = ended.filter((cell) => cell.task === task.id && cell.model === model);
+      const live = running.has(pairId(task.id, model)) ? 'running' : undefined;
+      const all = plan.repeat;
+      const text = entry(cells, live);
+      return cells.length > 0 && cells.length < all && all > 1 ? `${text} (${cells.length}/${all})` : text;
+    }),
+  ]);
+  const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
+  const line = (row: readonly string[]) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** The key of a task × model pair in `running`. */
+export function pairId(task: string, model: string): string {
+  return `${task}\u0000${model}`;
+}
+
+/** The per-model table's rows. */
+export function modelRows(models: readonly ModelSummary[]): string[][] {
+  return models.map((m) => [
+    m.model,
+    `${m.passed}/${m.total} (${Math.round(m.pass_rate * 100)}%)`,
+    m.median_steps === null ? '–' : String(m.median_steps),
+    m.median_seconds === null ? '–' : `${m.median_seconds} s`,
+    String(m.tokens),
+  ]);
+}
+
+/** The Markdown report: the matrix, per-model scores, and every failure with its check and message. */
+export function renderReport(plan: BatteryPlan, summary: BatterySummary): string {
+  const cells = summary.cells;
+  const table = (head: readonly string[], rows: readonly (readonly string[])[]) =>
+    [head, head.map(() => '---'), ...rows].map((row) => `| ${row.map(escapeCell).join(' | ')} |`).join('\n');
+  const matrixRows = plan.tasks.map((task) => [
+    task.id,
+    ...plan.models.map((model) =>
+      entry(
+        cells.filter((cell) => cell.task === task.id && cell.model === model && cell.error !== 'not run yet'),
+        undefined,
+      ),
+    ),
+  ]);
+  const failures = cells.filter((cell) => !cell.passed);
+  const failureLines = failures.map(
+    (cell) =>
+      `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${cell.failed_check ?? 'failed'} — ${oneLine(cell.error ?? '')}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}`,
+  );
+  return `# Battery ${summary.name}
+
+Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plan.tasks.length} tasks × ${plan.models.length} models × ${plan.repeat} repeat${plan.repeat === 1 ? '' : 's'}
+
+## Matrix
+
+${table(['task', ...plan.models.map((m) => `\`${m}\``)], matrixRows)}
+
+✓ passed (steps) · ✗ the check that failed · – the cell could not run
+
+## Per model
+
+${table(['model', 'passed', 'median steps', 'median time', 'tokens'], modelRows(summary.models))}
+
+## Failures
+
+${failureLines.length === 0 ? 'None.' : failureLines.join('\n')}
+`;
+}
+
+function escapeCell(text: string): string {
+  return text.replace(/\|/g, '\\|');
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
+}

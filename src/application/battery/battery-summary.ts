@@ -1,0 +1,90 @@
+/** A battery's result in SPEC §12's `--json` shape: every cell, and per model its scores. */
+import type { BatteryPlan, CellResult, CellStatus } from './battery-types.ts';
+import { cellId, planCells } from './battery-types.ts';
+
+/** A cell as `--json` prints it. */
+export interface CellSummary {
+  readonly task: string;
+  readonly model: string;
+  readonly repeat: number;
+  readonly status: CellStatus;
+  readonly passed: boolean;
+  readonly failed_check: string | null;
+  readonly error: string | null;
+  readonly run_id: string | null;
+  readonly steps: number;
+  readonly tokens: number;
+  readonly seconds: number;
+}
+
+/** A model's scores: medians over its cells that ran; null when none did. */
+export interface ModelSummary {
+  readonly model: string;
+  readonly passed: number;
+  readonly total: number;
+  readonly pass_rate: number;
+  readonly median_steps: number | null;
+  readonly median_seconds: number | null;
+  readonly tokens: number;
+}
+
+export interface BatterySummary {
+  readonly id: string;
+  readonly name: string;
+  readonly cells: readonly CellSummary[];
+  readonly models: readonly ModelSummary[];
+}
+
+/**
+ * Summarizes a battery. Every cell of the plan is listed; one not done yet is `not_run` with
+ * the reason, so an interrupted battery's JSON says what is left.
+ */
+export function summarizeBattery(
+  plan: BatteryPlan,
+  results: readonly CellResult[],
+  notDoneReason = 'not run yet',
+): BatterySummary {
+  const byId = new Map(results.map((result) => [cellId(result), result]));
+  const cells = planCells(plan).map((cell): CellSummary => {
+    const result = byId.get(cellId(cell));
+    if (result === undefined) {
+      return {
+        ...cell,
+        status: 'not_run',
+        passed: false,
+        failed_check: 'run',
+        error: notDoneReason,
+        run_id: null,
+        steps: 0,
+        tokens: 0,
+        seconds: 0,
+      };
+    }
+    const { checks: _checks, ended_at: _ended, ...summary } = result;
+    return summary;
+  });
+  const models = plan.models.map((model): ModelSummary => {
+    const mine = cells.filter((cell) => cell.model === model);
+    const ran = mine.filter((cell) => cell.run_id !== null);
+    const passed = mine.filter((cell) => cell.passed).length;
+    return {
+      model,
+      passed,
+      total: mine.length,
+      pass_rate: mine.length === 0 ? 0 : Math.round((passed / mine.length) * 1000) / 1000,
+      median_steps: median(ran.map((cell) => cell.steps)),
+      median_seconds: median(ran.map((cell) => cell.seconds)),
+      tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),
+    };
+  });
+  return { id: plan.id, name: plan.name, cells, models };
+}
+
+/** The middle value (the mean of the two middle ones for an even count); null for none. */
+export function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const value = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return Math.round(value * 100) / 100;
+}

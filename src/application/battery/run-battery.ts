@@ -1,0 +1,186 @@
+/**
+ * The battery runner (SPEC §12): every cell an ordinary run in its own copy of the workspace,
+ * then its checks; at most `concurrency` cells at once, a cell counting from its run's start to
+ * the end of its checks. It knows tasks, models and ports — never a server.
+ */
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+import type { RunResult } from '../../domain/run-result.ts';
+import type { Clock } from '../ports.ts';
+import type { BatteryRecorder, CellRunner, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
+import {
+  type BatteryPlan,
+  type BatteryTaskSpec,
+  type CellKey,
+  type CellResult,
+  type CheckOutcome,
+  cellId,
+  planCells,
+} from './battery-types.ts';
+
+/** What the runner needs. */
+export interface BatteryDeps {
+  readonly runner: CellRunner;
+  readonly workspaces: CellWorkspaces;
+  readonly checks: ExpectChecks;
+  readonly recorder: BatteryRecorder;
+  readonly clock: Clock;
+}
+
+export interface RunBatteryOptions {
+  readonly concurrency: number;
+  /** Cells already done (`--resume`): kept as they are, except those that could not run. */
+  readonly done?: readonly CellResult[];
+  readonly signal: AbortSignal;
+  readonly onCellStart?: (cell: CellKey) => void;
+  readonly onCellEnd?: (result: CellResult) => void;
+}
+
+/** How a battery went: every cell done so far, and whether Ctrl-C stopped it first. */
+export interface BatteryOutcome {
+  readonly results: readonly CellResult[];
+  readonly interrupted: boolean;
+}
+
+/** The cells of a plan still to run: not done, or done without a run (a model was missing). */
+export function pendingCells(plan: BatteryPlan, done: readonly CellResult[]): CellKey[] {
+  const finished = new Set(done.filter((r) => r.status !== 'not_run').map((r) => cellId(r)));
+  return planCells(plan).filter((cell) => !finished.has(cellId(cell)));
+}
+
+/** Runs the cells of `plan` not yet done. Resolves when they have all ended or Ctrl-C stopped them. */
+export async function runBattery(
+  plan: BatteryPlan,
+  deps: BatteryDeps,
+  options: RunBatteryOptions,
+): Promise<BatteryOutcome> {
+  const done = new Map((options.done ?? []).map((result) => [cellId(result), result]));
+  const queue = pendingCells(plan, options.done ?? []);
+  const tasks = new Map(plan.tasks.map((task) => [task.id, task]));
+  const worker = async () => {
+    for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
+      if (options.signal.aborted) return;
+      options.onCellStart?.(cell);
+      const result = await runCell(plan, tasks.get(cell.task)!, cell, deps, options.signal);
+      // A cell Ctrl-C stopped is not done: `--resume` runs it again. Nothing half-recorded.
+      if (result === undefined) continue;
+      done.set(cellId(cell), result);
+      await deps.recorder.cellEnded(result);
+      options.onCellEnd?.(result);
+    }
+  };
+  const workers = Math.max(1, Math.min(options.concurrency, queue.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  const order = planCells(plan).map(cellId);
+  const results = order.flatMap((id) => done.get(id) ?? []);
+  return { results, interrupted: options.signal.aborted };
+}
+
+/** One cell: its workspace, its run, its checks. Undefined when Ctrl-C stopped it. */
+async function runCell(
+  plan: BatteryPlan,
+  spec: BatteryTaskSpec,
+  cell: CellKey,
+  deps: BatteryDeps,
+  signal: AbortSignal,
+): Promise<CellResult | undefined> {
+  const started = deps.clock.now().getTime();
+  const finish = (fields: Partial<CellResult> & Pick<CellResult, 'status' | 'passed'>): CellResult => {
+    const now = deps.clock.now();
+    return {
+      ...cell,
+      failed_check: null,
+      error: null,
+      run_id: null,
+      steps: 0,
+      tokens: 0,
+      checks: [],
+      ...fields,
+      seconds: Math.round((now.getTime() - started) / 10) / 100,
+      ended_at: now.toISOString(),
+    };
+  };
+  const notRun = (error: string): CellResult =>
+    finish({ status: 'not_run', passed: false, failed_check: 'run', error });
+
+  const unusable = await deps.runner
+    .unusable(cell.model, signal)
+    .catch((error: unknown) => errorMessage(error));
+  if (signal.aborted) return undefined;
+  if (unusable !== null) return notRun(unusable);
+  let workspace: Awaited<ReturnType<CellWorkspaces['prepare']>> | undefined;
+  try {
+    if (plan.workspace !== undefined) workspace = await deps.workspaces.prepare(cell, signal);
+    let result: RunResult;
+    try {
+      result = await deps.runner.run({
+        task: spec.task,
+        model: cell.model,
+        workspace: workspace?.path,
+        maxSteps: plan.maxSteps,
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) return undefined;
+      return notRun(
+        error instanceof FabricError ? error.message : `Unexpected error: ${errorMessage(error)}`,
+      );
+    }
+    if (signal.aborted && result.status === 'cancelled') return undefined;
+    const checks = await runChecks(spec, result, workspace?.path, deps.checks, signal);
+    if (signal.aborted && checks.some((check) => check.outcome === 'failed')) return undefined;
+    const failed = checks.find((check) => check.outcome === 'failed');
+    return finish({
+      status: result.status,
+      passed: failed === undefined,
+      failed_check: failed?.check ?? null,
+      error: failed === undefined ? null : failed.message,
+      run_id: result.run_id,
+      steps: result.steps,
+      tokens: result.usage.total_tokens,
+      checks,
+    });
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    return notRun(`The cell could not be prepared: ${errorMessage(error)}`);
+  } finally {
+    await workspace?.dispose();
+  }
+}
+
+/** The status first; commands and files only when the run ended as expected. */
+async function runChecks(
+  spec: BatteryTaskSpec,
+  result: RunResult,
+  workspace: string | undefined,
+  checks: ExpectChecks,
+  signal: AbortSignal,
+): Promise<CheckOutcome[]> {
+  const expected = spec.expect.status;
+  const statusOk = result.status === expected;
+  const why = result.error === null ? '' : ` (${result.error.message})`;
+  const outcomes: CheckOutcome[] = [
+    {
+      check: 'status',
+      outcome: statusOk ? 'passed' : 'failed',
+      message: statusOk
+        ? `the run ${result.status}`
+        : `expected ${expected}, the run ended ${result.status}${why}`,
+    },
+  ];
+  const skip = (check: string): CheckOutcome => ({
+    check,
+    outcome: 'skipped',
+    message: 'not checked: the run did not end as expected',
+  });
+  for (const command of spec.expect.commands) {
+    const check = `command: ${command}`;
+    if (!statusOk || workspace === undefined) outcomes.push(skip(check));
+    else outcomes.push(await checks.command(workspace, command, signal));
+  }
+  for (const [path, text] of Object.entries(spec.expect.files_contain)) {
+    const check = `files_contain: ${path}`;
+    if (!statusOk || workspace === undefined) outcomes.push(skip(check));
+    else outcomes.push(await checks.fileContains(workspace, path, text));
+  }
+  return outcomes;
+}

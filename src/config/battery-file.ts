@@ -1,0 +1,176 @@
+/**
+ * The battery file (SPEC §12): tasks, models and checks, validated with valibot. Every problem
+ * names the field and its line in the file; paths in the file are relative to the file.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, normalize, resolve } from 'node:path';
+import * as v from 'valibot';
+import { LineCounter, type Node as YamlNode, isNode, parseDocument } from 'yaml';
+import { FabricError } from '../domain/errors.ts';
+
+const nonEmpty = v.pipe(v.string(), v.minLength(1));
+const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+
+/** A path inside the cell's workspace: relative, never climbing out. */
+const workspacePath = v.pipe(
+  nonEmpty,
+  v.check(
+    (path) => !isAbsolute(path) && !normalize(path).split(/[\\/]/).includes('..'),
+    'a path inside the workspace (relative, no "..")',
+  ),
+);
+
+export const RUN_STATUSES = ['succeeded', 'failed', 'max_steps', 'cancelled'] as const;
+
+const ExpectSchema = v.strictObject({
+  /** The run's status, compared exactly. Default: succeeded. */
+  status: v.optional(v.picklist(RUN_STATUSES), 'succeeded'),
+  /** Commands that must exit 0 in the cell's workspace, through the specialist's sandbox. */
+  commands: v.optional(v.array(nonEmpty), []),
+  /** Files of the cell's workspace and a text each must contain. */
+  files_contain: v.optional(v.record(workspacePath, v.string()), {}),
+});
+
+const TaskSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'an id of letters, digits, . _ -')),
+  task: nonEmpty,
+  expect: v.optional(ExpectSchema, {}),
+});
+
+export const BatteryFileSchema = v.strictObject({
+  name: nonEmpty,
+  specialist: nonEmpty,
+  /** Copied fresh for every cell; default: the specialist's configured workspace. */
+  workspace: v.optional(nonEmpty),
+  /** Model ids or aliases, or `available`: every tool-capable model the backends have. */
+  models: v.optional(v.union([v.literal('available'), v.pipe(v.array(nonEmpty), v.minLength(1))])),
+  repeat: v.optional(positiveInt, 1),
+  /** Per cell, overrides the specialist's max_steps. */
+  max_steps: v.optional(positiveInt),
+  tasks: v.pipe(v.array(TaskSchema), v.minLength(1)),
+});
+
+export type BatteryExpect = v.InferOutput<typeof ExpectSchema>;
+export type BatteryTask = v.InferOutput<typeof TaskSchema>;
+
+/** A battery file, validated, with its workspace resolved against the file's directory. */
+export interface BatteryFile extends Omit<v.InferOutput<typeof BatteryFileSchema>, 'workspace'> {
+  /** The file's absolute path. */
+  readonly source: string;
+  /** Absolute; undefined when the file names none (the specialist's own is used). */
+  readonly workspace: string | undefined;
+  /** The line of a field in the file (the nearest existing parent's for a missing one). */
+  readonly lineOf: (path: readonly (string | number)[]) => number | undefined;
+}
+
+/** A problem found after parsing (against the config): `config_invalid` naming field and line. */
+export function batteryProblems(
+  file: BatteryFile,
+  problems: readonly { readonly path: readonly (string | number)[]; readonly message: string }[],
+): FabricError {
+  return invalid(
+    file.source,
+    problems.map(({ path, message }) => {
+      const line = file.lineOf(path);
+      return `  - ${line === undefined ? '' : `line ${line}: `}${fieldPath(path)}: ${message}`;
+    }),
+  );
+}
+
+/** Reads and validates a battery file; any problem is `config_invalid` (exit 2) naming field and line. */
+export async function loadBatteryFile(path: string): Promise<BatteryFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new FabricError(
+      'usage',
+      `Cannot read the battery file ${path}${code === 'ENOENT' ? ': it does not exist' : ` (${code ?? String(error)})`}. Give the path of a battery YAML file.`,
+      { cause: error },
+    );
+  }
+  return parseBatteryFile(text, path);
+}
+
+/** Validates a battery file's text; `source` is its absolute path. */
+export function parseBatteryFile(text: string, source: string): BatteryFile {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true });
+  const lineOf = (offset: number | undefined) =>
+    offset === undefined ? undefined : lineCounter.linePos(offset).line;
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map(
+      (error) => `  - line ${error.linePos?.[0].line ?? '?'}: ${error.message.split('\n')[0]}`,
+    );
+    throw invalid(source, problems);
+  }
+  const raw: unknown = doc.toJS();
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw invalid(source, ['  - (top level): expected a mapping with name, specialist, models and tasks']);
+  }
+  const nodeLine = (path: readonly (string | number)[]): number | undefined => {
+    // A missing key has no node: name the line of the nearest thing that exists.
+    for (let depth = path.length; depth >= 0; depth--) {
+      const node: unknown = doc.getIn(path.slice(0, depth), true);
+      if (isNode(node)) return lineOf((node as YamlNode).range?.[0]);
+    }
+    return undefined;
+  };
+  const result = v.safeParse(BatteryFileSchema, raw);
+  if (!result.success) {
+    const problems = result.issues.slice(0, 10).map((issue) => {
+      const path = (issue.path ?? []).map((item) => item.key as string | number);
+      const line = nodeLine(path);
+      return `  - ${line === undefined ? '' : `line ${line}: `}${describeIssue(issue, path)}`;
+    });
+    throw invalid(source, problems);
+  }
+  const battery = result.output;
+  const seen = new Map<string, number>();
+  const duplicates: string[] = [];
+  battery.tasks.forEach((task, index) => {
+    const first = seen.get(task.id);
+    if (first !== undefined) {
+      duplicates.push(
+        `  - line ${nodeLine(['tasks', index, 'id']) ?? '?'}: tasks[${index}].id: "${task.id}" is already the id of tasks[${first}]; task ids must be unique`,
+      );
+    } else seen.set(task.id, index);
+  });
+  if (duplicates.length > 0) throw invalid(source, duplicates);
+  return {
+    ...battery,
+    source,
+    lineOf: nodeLine,
+    workspace: battery.workspace === undefined ? undefined : resolve(dirname(source), battery.workspace),
+  };
+}
+
+/** A field's path as the file's reader writes it: `tasks[0].expect.commands[1]`. */
+export function fieldPath(path: readonly (string | number)[]): string {
+  return path
+    .map((key, i) => {
+      if (typeof key === 'number') return `[${key}]`;
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return `[${JSON.stringify(key)}]`;
+      return i === 0 ? key : `.${key}`;
+    })
+    .join('');
+}
+
+function describeIssue(issue: v.BaseIssue<unknown>, path: readonly (string | number)[]): string {
+  const field = path.length === 0 ? '(top level)' : fieldPath(path);
+  if (issue.kind === 'schema' && issue.expected === 'never') {
+    return `${field}: unknown key (remove it, or check its spelling)`;
+  }
+  if (issue.received === 'undefined') return `${field}: missing (required)`;
+  if (issue.kind === 'validation' && issue.expected === null) return `${field}: expected ${issue.message}`;
+  return `${field}: expected ${issue.expected ?? issue.message}, found ${issue.received}`;
+}
+
+function invalid(source: string, problems: readonly string[]): FabricError {
+  return new FabricError(
+    'config_invalid',
+    `${source}: invalid battery file (nothing was run):\n${problems.join('\n')}`,
+    { details: { problems } },
+  );
+}

@@ -1,0 +1,224 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import type { BatteryState } from '../../../src/application/battery/battery-types.ts';
+import { unitsResponder } from '../../support/battery-fakes.ts';
+import { EXAMPLE_PACK, makeSandbox, type Sandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+
+const ALPHA = 'lab/alpha-7b';
+const BETA = 'lab/beta-7b';
+const NO_TOOLS = 'lab/chatty-3b';
+const GHOST = 'lab/ghost-1b';
+
+let sandbox: Sandbox;
+let servers: FakeLlmServer[];
+let workspace: string;
+
+/** alpha converts everything; beta never finishes the feet task. */
+const responder = unitsResponder((model, task) =>
+  model === BETA && task.includes('feet') ? 'never_finishes' : 'converts',
+);
+
+beforeEach(async () => {
+  sandbox = await makeSandbox({
+    specialists: {
+      units: {
+        builder: `${EXAMPLE_PACK}#buildPack`,
+        description: 'unit conversions',
+        sandbox: { allowed_commands: ['grep'], timeout_s: 30 },
+      },
+    },
+  });
+  // alpha is loaded on the first server, beta on the second; each lists the other unloaded.
+  servers = [
+    await startFakeLlmServer({
+      flavor: 'lm_studio',
+      respond: responder,
+      models: [
+        { id: ALPHA, toolUse: true, loaded: true },
+        { id: BETA, toolUse: true, loaded: false },
+      ],
+    }),
+    // LM Studio >= 0.4 says outright that a model was not trained for tool use.
+    await startFakeLlmServer({
+      flavor: 'lm_studio',
+      lmStudioV1Api: true,
+      respond: responder,
+      models: [
+        { id: BETA, toolUse: true, loaded: true },
+        { id: ALPHA, toolUse: true, loaded: false },
+        { id: NO_TOOLS, toolUse: false, loaded: true },
+      ],
+    }),
+  ];
+  workspace = join(sandbox.dir, 'ws');
+  await mkdir(join(workspace, '.git'), { recursive: true });
+  await mkdir(join(workspace, 'docs'), { recursive: true });
+  await writeFile(join(workspace, 'notes.txt'), 'distances in km\n');
+  await writeFile(join(workspace, 'docs', 'units.md'), '# units\n');
+  await writeFile(join(workspace, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+});
+
+afterEach(async () => {
+  await Promise.all(servers.map((server) => server.stop()));
+  await sandbox.cleanup();
+});
+
+async function writeBattery(fields: Record<string, unknown>, name = 'battery.yaml'): Promise<string> {
+  const path = join(sandbox.dir, name);
+  await writeFile(
+    path,
+    stringify({
+      name: 'units-basics',
+      specialist: 'units',
+      workspace: './ws',
+      models: [ALPHA, BETA],
+      tasks: [
+        {
+          id: 'km-to-mi',
+          task: 'Convert 3 km to miles',
+          expect: {
+            status: 'succeeded',
+            commands: ['grep -q km notes.txt'],
+            files_contain: { 'notes.txt': 'km' },
+          },
+        },
+        { id: 'ft-to-m', task: 'Convert 10 feet to metres', expect: { status: 'succeeded' } },
+      ],
+      ...fields,
+    }),
+  );
+  return path;
+}
+
+function battery(args: string[], extraEnv: Record<string, string> = {}) {
+  return spawnFabric(['battery', ...args], {
+    env: testEnv(sandbox, servers.map((server) => server.url).join(','), extraEnv),
+    cwd: sandbox.dir,
+  });
+}
+
+async function treeDigest(root: string): Promise<string> {
+  const hash = createHash('sha256');
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of files) hash.update(`${file}\0`).update(await readFile(file));
+  return hash.digest('hex');
+}
+
+async function readState(id: string): Promise<BatteryState> {
+  return JSON.parse(await readFile(join(sandbox.runsDir, 'batteries', `${id}.json`), 'utf8')) as BatteryState;
+}
+
+async function runEnd(runId: string): Promise<Record<string, unknown>> {
+  const lines = (await readFile(join(sandbox.runsDir, runId, 'runlog.jsonl'), 'utf8')).trim().split('\n');
+  const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  return events.find((event) => event.kind === 'run_end')!;
+}
+
+interface JsonCell {
+  task: string;
+  model: string;
+  repeat: number;
+  status: string;
+  passed: boolean;
+  failed_check: string | null;
+  error: string | null;
+  run_id: string | null;
+  steps: number;
+  tokens: number;
+  seconds: number;
+}
+
+describe('fabric battery over two LM Studio servers', () => {
+  it('runs every cell, scores them as scripted, and sends each model to the server where it is loaded', async () => {
+    const file = await writeBattery({ models: [ALPHA, BETA, GHOST, NO_TOOLS], max_steps: 3 });
+    const before = await treeDigest(workspace);
+    const result = await battery([file, '--json', '--report', 'report.md', '--concurrency', '2']);
+    expect(result.stderr).toMatch(/battery bat-\S+ · units-basics/);
+    expect(result.exitCode).toBe(0);
+    const json = JSON.parse(result.stdout) as {
+      id: string;
+      name: string;
+      cells: JsonCell[];
+      models: unknown[];
+    };
+    expect(json.name).toBe('units-basics');
+    expect(result.stderr).toContain(json.id);
+    const cell = (task: string, model: string) =>
+      json.cells.find((c) => c.task === task && c.model === model)!;
+    expect(json.cells).toHaveLength(8);
+
+    expect(cell('km-to-mi', ALPHA)).toMatchObject({
+      status: 'succeeded',
+      passed: true,
+      failed_check: null,
+      repeat: 1,
+    });
+    expect(cell('ft-to-m', ALPHA)).toMatchObject({ status: 'succeeded', passed: true });
+    expect(cell('km-to-mi', BETA)).toMatchObject({ status: 'succeeded', passed: true });
+    expect(cell('ft-to-m', BETA)).toMatchObject({
+      status: 'max_steps',
+      passed: false,
+      failed_check: 'status',
+    });
+    expect(cell('ft-to-m', BETA).error).toContain('expected succeeded');
+    for (const task of ['km-to-mi', 'ft-to-m']) {
+      expect(cell(task, GHOST)).toMatchObject({ status: 'not_run', passed: false, run_id: null });
+      expect(cell(task, GHOST).error).toContain(`No backend has the model "${GHOST}"`);
+      expect(cell(task, NO_TOOLS)).toMatchObject({ status: 'not_run', passed: false, run_id: null });
+      expect(cell(task, NO_TOOLS).error).toContain('cannot call tools');
+    }
+    expect(json.models).toEqual([
+      expect.objectContaining({ model: ALPHA, passed: 2, total: 2, pass_rate: 1 }),
+      expect.objectContaining({ model: BETA, passed: 1, total: 2, pass_rate: 0.5 }),
+      expect.objectContaining({ model: GHOST, passed: 0, total: 2, pass_rate: 0, median_steps: null }),
+      expect.objectContaining({ model: NO_TOOLS, passed: 0, total: 2, pass_rate: 0 }),
+    ]);
+
+    // Every request for a model went to the server that has it loaded.
+    const [first, second] = servers as [FakeLlmServer, FakeLlmServer];
+    const modelsAsked = (server: FakeLlmServer) =>
+      new Set(server.chatRequests().map((r) => (r.body as { model: string }).model));
+    expect([...modelsAsked(first)]).toEqual([ALPHA]);
+    expect([...modelsAsked(second)]).toEqual([BETA]);
+
+    // The JSON agrees with the runlogs.
+    for (const c of json.cells.filter((c) => c.run_id !== null)) {
+      const end = await runEnd(c.run_id!);
+      expect(end.status).toBe(c.status);
+      expect((end.usage as { total_tokens: number }).total_tokens).toBe(c.tokens);
+    }
+    // So does the report: the matrix, per model, and each failure's check and message.
+    const report = await readFile(join(sandbox.dir, 'report.md'), 'utf8');
+    expect(report).toContain(`# Battery units-basics`);
+    expect(report).toContain(`| ${ALPHA} | 2/2 (100%) |`);
+    expect(report).toContain(`| ${BETA} | 1/2 (50%) |`);
+    expect(report).toMatch(
+      new RegExp(`\\*\\*ft-to-m\\*\\* × \`${BETA}\`: status — expected succeeded, the run ended max_steps`),
+    );
+    expect(report).toContain(`No backend has the model "${GHOST}"`);
+    expect(report).toContain(cell('ft-to-m', BETA).run_id!);
+
+    // The original workspace was only read.
+    expect(await treeDigest(workspace)).toBe(before);
+
+    // At most two cells at once, each from its run's start to the end of its checks.
+    const state = await readState(json.id);
+    expect(state.status).toBe('done');
+    const intervals = state.cells.map((c) => {
+      const end = Date.parse(c.ended_at);
+      return [end - c.seconds * 1000, end] as const;
+    });
+    const overlap = Math.max(
+      ...intervals.map(([start]) => intervals.filter(([s, e]) => s <= start && start < e).length),
+    );
+    expect(overlap).toBeLessThanOrEqual(2);
+  });
+});
