@@ -319,7 +319,7 @@ export class CompletionDaemon {
     if (sink !== undefined) {
       const latest = this.#state.tasks.at(-1);
       // Best-effort: the control plane may be off; the state file is the record.
-      if (latest !== undefined) await sink.record(this.#deps.repo, latest).catch(() => {});
+      if (latest !== undefined) await sink.recordDaemonTask(this.#deps.repo, latest).catch(() => {});
     }
   }
 

@@ -40,5 +40,10 @@ export interface DaemonStateStore {
 
 /** The control plane's `control.daemon_tasks`, written best-effort (a database that is off never stops the daemon). */
 export interface DaemonTaskSink {
-  record(repo: string, task: DaemonTaskRecord): Promise<void>;
+  recordDaemonTask(repo: string, task: DaemonTaskRecord): Promise<void>;
+}
+
+/** Whether a control store also keeps the daemon's tasks (an optional capability of the store). */
+export function isDaemonTaskSink(store: unknown): store is DaemonTaskSink {
+  return typeof (store as Partial<DaemonTaskSink> | null)?.recordDaemonTask === 'function';
 }

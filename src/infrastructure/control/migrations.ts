@@ -68,6 +68,33 @@ export const MIGRATIONS: readonly Migration[] = [
       'create index run_events_kind_ts_idx on control.run_events (kind, ts)',
     ],
   },
+  {
+    version: 3,
+    name: 'daemon_tasks: the OpenSpec daemon, one row per repository, change and task',
+    statements: [
+      `create table control.daemon_tasks (
+        repo text not null,
+        change text not null,
+        task_id text not null,
+        text text not null,
+        status text not null,
+        attempts integer not null default 0,
+        run_ids jsonb not null default '[]',
+        commit text,
+        diagnostics text,
+        started_at timestamptz,
+        ended_at timestamptz,
+        seconds double precision,
+        tokens integer not null default 0,
+        files_changed integer,
+        lines_added integer,
+        lines_removed integer,
+        tests_passed integer,
+        updated_at timestamptz not null default now(),
+        primary key (repo, change, task_id)
+      )`,
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

@@ -12,7 +12,10 @@ import type {
   TimeWindow,
   UsageRow,
 } from '../../application/control-ports.ts';
+import type { DaemonTaskSink } from '../../application/daemon/daemon-ports.ts';
+import type { DaemonTaskRecord } from '../../application/daemon/daemon-state.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { queryDaemonTasks, upsertDaemonTask } from './daemon-tasks.ts';
 import { queryCallTotals, queryHealth, queryInsights, queryUsage } from './export-queries.ts';
 import { markInterrupted } from './mark-interrupted.ts';
 import { applyMigrations } from './migrations.ts';
@@ -24,7 +27,7 @@ import { writeBatch } from './write-batch.ts';
  * The control store over any `SqlExecutor`. The Postgres and PGlite adapters differ only in
  * the executor they hand it, which is what keeps their SQL identical.
  */
-export class SqlControlStore implements ControlStore {
+export class SqlControlStore implements ControlStore, DaemonTaskSink {
   readonly kind: 'postgres' | 'pglite';
   readonly location: string;
   readonly #db: SqlExecutor;
@@ -37,6 +40,16 @@ export class SqlControlStore implements ControlStore {
 
   migrate(): Promise<MigrationReport> {
     return applyMigrations(this.#db);
+  }
+
+  /** `control.daemon_tasks` (SPEC §11): the daemon's row for a task, rewritten as it goes. */
+  recordDaemonTask(repo: string, task: DaemonTaskRecord): Promise<void> {
+    return upsertDaemonTask(this.#db, repo, task);
+  }
+
+  /** A repository's rows of `control.daemon_tasks`. */
+  daemonTasks(repo: string): Promise<Record<string, unknown>[]> {
+    return queryDaemonTasks(this.#db, repo);
   }
 
   write(batch: ControlBatch): Promise<ControlWriteCounts> {

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { CompletionDaemon } from '../../../application/daemon/completion-daemon.ts';
+import { isDaemonTaskSink } from '../../../application/daemon/daemon-ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
@@ -109,8 +110,14 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
     model: values.model ?? config.daemon.model,
     observers: () => [new ProgressReporter(io.stderr, style)],
   });
+  // control.daemon_tasks, when the control plane is on; the state file is the record either way.
+  const store = await fabric.controlStore().catch((error: unknown) => {
+    io.stderr.write(style.yellow(`control plane: ${String(error)}; the daemon keeps its state file only\n`));
+    return null;
+  });
   const daemon = new CompletionDaemon(
     {
+      sink: isDaemonTaskSink(store) ? store : undefined,
       repo,
       openspec: new OpenSpecFiles(repo),
       git: new GitRepository(repo, [config.runs_dir]),
