@@ -1,7 +1,9 @@
+import { readdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import process from 'node:process';
 import { buildStatus, type DaemonStatus } from '../../application/daemon/daemon-status.ts';
-import { StateFile } from '../../infrastructure/daemon/state-file.ts';
+import { daemonStatesDir, StateFile } from '../../infrastructure/daemon/state-file.ts';
 import { OpenSpecFiles } from '../../infrastructure/openspec/openspec-files.ts';
 
 /**
@@ -22,4 +24,23 @@ function isAlive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** The repositories a daemon has worked on, from the state files under the runs directory. */
+export async function daemonRepos(runsDir: string): Promise<string[]> {
+  const dirs = await readdir(daemonStatesDir(runsDir), { withFileTypes: true }).catch(() => []);
+  const repos: string[] = [];
+  for (const dir of dirs.filter((entry) => entry.isDirectory())) {
+    try {
+      const state = JSON.parse(
+        await readFile(join(daemonStatesDir(runsDir), dir.name, 'state.json'), 'utf8'),
+      ) as {
+        repo?: unknown;
+      };
+      if (typeof state.repo === 'string') repos.push(state.repo);
+    } catch {
+      // A state file being written, or not one: skipped.
+    }
+  }
+  return repos.sort();
 }

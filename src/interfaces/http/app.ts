@@ -6,6 +6,7 @@ import { ApiError, errorBodyOf } from './api-error.ts';
 import { type AuthVariables, bearerAuth, originGuard } from './auth.ts';
 import { mcpHandler } from './mcp-route.ts';
 import { RunHub } from './run-hub.ts';
+import { daemonRoutes } from './routes-daemon.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
 import { httpStatusFor } from './status.ts';
@@ -65,6 +66,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
     }),
   );
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
+  app.route('/v1/daemon', daemonRoutes(deps.fabric));
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));
   return app;
