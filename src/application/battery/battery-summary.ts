@@ -60,7 +60,7 @@ export function summarizeBattery(
         seconds: 0,
       };
     }
-    const { checks: _checks, ended_at: _ended, ...summary } = result;
+    const { checks: _checks, started_at: _started, ended_at: _ended, ...summary } = result;
     return summary;
   });
   const models = plan.models.map((model): ModelSummary => {

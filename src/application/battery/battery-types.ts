@@ -57,7 +57,8 @@ export interface CellResult extends CellKey {
   /** From the run's start to the end of its checks. */
   readonly seconds: number;
   readonly checks: readonly CheckOutcome[];
-  /** When the cell ended (ISO 8601). */
+  /** When the cell started (its model check, then its run) and ended its checks (ISO 8601). */
+  readonly started_at: string;
   readonly ended_at: string;
 }
 

@@ -83,7 +83,8 @@ async function runCell(
   deps: BatteryDeps,
   signal: AbortSignal,
 ): Promise<CellResult | undefined> {
-  const started = deps.clock.now().getTime();
+  const startedAt = deps.clock.now();
+  const started = startedAt.getTime();
   const finish = (fields: Partial<CellResult> & Pick<CellResult, 'status' | 'passed'>): CellResult => {
     const now = deps.clock.now();
     return {
@@ -96,6 +97,7 @@ async function runCell(
       checks: [],
       ...fields,
       seconds: Math.round((now.getTime() - started) / 10) / 100,
+      started_at: startedAt.toISOString(),
       ended_at: now.toISOString(),
     };
   };

@@ -24,6 +24,8 @@ const responder = unitsResponder((model, task) =>
 
 beforeEach(async () => {
   sandbox = await makeSandbox({
+    // A probe that times out on a busy machine would make a model look missing.
+    llm: { retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 }, probe_timeout_ms: 5000 },
     specialists: {
       units: {
         builder: `${EXAMPLE_PACK}#buildPack`,
@@ -212,13 +214,129 @@ describe('fabric battery over two LM Studio servers', () => {
     // At most two cells at once, each from its run's start to the end of its checks.
     const state = await readState(json.id);
     expect(state.status).toBe('done');
-    const intervals = state.cells.map((c) => {
-      const end = Date.parse(c.ended_at);
-      return [end - c.seconds * 1000, end] as const;
-    });
+    const intervals = state.cells.map((c) => [Date.parse(c.started_at), Date.parse(c.ended_at)] as const);
     const overlap = Math.max(
       ...intervals.map(([start]) => intervals.filter(([s, e]) => s <= start && start < e).length),
     );
     expect(overlap).toBeLessThanOrEqual(2);
   });
+
+  it('resumes an interrupted battery: only the cells not done run, under the same id', async () => {
+    servers = await Promise.all(servers.map((server) => server.stop())).then(async () => [
+      await startFakeLlmServer({
+        flavor: 'lm_studio',
+        respond: unitsResponder(() => 'converts', { delayMs: 150 }),
+        models: [{ id: ALPHA, toolUse: true }],
+      }),
+      await startFakeLlmServer({
+        flavor: 'lm_studio',
+        respond: unitsResponder(() => 'converts', { delayMs: 150 }),
+        models: [{ id: BETA, toolUse: true }],
+      }),
+    ]);
+    const file = await writeBattery({});
+    const first = battery([file, '--concurrency', '1']);
+    let id: string | undefined;
+    first.stderr?.on('data', (chunk: Buffer) => {
+      id ??= /battery (bat-\S+)/.exec(chunk.toString())?.[1];
+    });
+    // Ctrl-C once the first cell is recorded.
+    for (let i = 0; i < 300; i++) {
+      if (id !== undefined) {
+        const state = await readState(id).catch(() => undefined);
+        if (state !== undefined && state.cells.length >= 1) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    first.kill('SIGINT');
+    const interrupted = await first;
+    expect(interrupted.exitCode).toBe(130);
+    expect(interrupted.stderr).toContain(`fabric battery --resume ${id}`);
+    const stopped = await readState(id!);
+    expect(stopped.status).toBe('interrupted');
+    const done = stopped.cells.length;
+    expect(done).toBeGreaterThanOrEqual(1);
+    expect(done).toBeLessThan(4);
+    const runsBefore = await runIds();
+
+    const resumed = await battery(['--resume', id!, '--json']);
+    expect(resumed.exitCode).toBe(0);
+    const json = JSON.parse(resumed.stdout) as { id: string; cells: JsonCell[] };
+    expect(json.id).toBe(id);
+    expect(json.cells).toHaveLength(4);
+    expect(json.cells.every((c) => c.passed)).toBe(true);
+    // The cells done before Ctrl-C kept their runs; only the others ran.
+    for (const before of stopped.cells) {
+      expect(json.cells.find((c) => c.task === before.task && c.model === before.model)?.run_id).toBe(
+        before.run_id,
+      );
+    }
+    const newRuns = (await runIds()).filter((run) => !runsBefore.includes(run));
+    expect(newRuns.sort()).toEqual(
+      json.cells
+        .filter((c) => !stopped.cells.some((b) => b.task === c.task && b.model === c.model))
+        .map((c) => c.run_id)
+        .sort(),
+    );
+    expect((await readState(id!)).status).toBe('done');
+  });
+
+  it('refuses a file that does not fit (exit 2), naming the field and line, and runs nothing', async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ specialist: 'nobody' }, /line 2: specialist: no specialist "nobody"/],
+      [
+        { workspace: './missing' },
+        /line 3: workspace: .*missing does not exist \(paths are relative to the battery file\)/,
+      ],
+      [
+        { tasks: [{ id: 'a', task: 'x', expect: { commands: ['rm -rf notes.txt'] } }] },
+        /line \d+: tasks\[0\]\.expect\.commands\[0\]: .*specialist "units" allows: grep/,
+      ],
+      [
+        {
+          tasks: [
+            { id: 'a', task: 'x' },
+            { id: 'a', task: 'y' },
+          ],
+        },
+        /line \d+: tasks\[1\]\.id: "a" is already the id of tasks\[0\]/,
+      ],
+      [{ repeat: 0 }, /line \d+: repeat: expected >=1, found 0/],
+    ];
+    for (const [fields, message] of cases) {
+      const result = await battery([await writeBattery(fields)]);
+      expect(result.stderr).toMatch(message);
+      expect(result.exitCode).toBe(2);
+    }
+    await writeFile(join(sandbox.dir, 'broken.yaml'), 'name: x\ntasks: [\n');
+    const broken = await battery([join(sandbox.dir, 'broken.yaml')]);
+    expect(broken.exitCode).toBe(2);
+    expect(broken.stderr).toMatch(/broken\.yaml: invalid battery file \(nothing was run\):\n  - line \d+:/);
+    expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
+    expect(await runIds()).toEqual([]);
+  });
+
+  it('takes `--models available`: every tool-capable model the servers have', async () => {
+    const file = await writeBattery({ tasks: [{ id: 'km', task: 'Convert 3 km to miles' }] });
+    const result = await battery([file, '--models', 'available', '--json']);
+    expect(result.exitCode).toBe(0);
+    const json = JSON.parse(result.stdout) as { models: { model: string; passed: number }[] };
+    expect(json.models.map((m) => m.model).sort()).toEqual([ALPHA, BETA]);
+    expect(json.models.every((m) => m.passed === 1)).toBe(true);
+  });
+
+  it('explains itself with --help', async () => {
+    const result = await battery(['--help']);
+    expect(result.exitCode).toBe(0);
+    for (const flag of ['--models', '--concurrency', '--resume', '--json', '--report', 'files_contain']) {
+      expect(result.stdout).toContain(flag);
+    }
+  });
 });
+
+async function runIds(): Promise<string[]> {
+  const entries = await readdir(sandbox.runsDir, { withFileTypes: true }).catch(() => []);
+  return entries
+    .filter((entry) => entry.isDirectory() && entry.name !== 'batteries')
+    .map((entry) => entry.name);
+}
