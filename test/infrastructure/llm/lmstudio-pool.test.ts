@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FabricError } from '../../../src/domain/errors.ts';
 import { HealthBook } from '../../../src/infrastructure/llm/health-book.ts';
 import { LmStudioBackend } from '../../../src/infrastructure/llm/lmstudio/lmstudio-backend.ts';
-import type { FakeLlmServer } from '../../support/fake-llm-server.ts';
+import type { FakeLlmServer, FakeModel } from '../../support/fake-llm-server.ts';
 import { RETRY, ask, closedPortUrl, fake, stopFakesAfterEach } from './llm-test-kit.ts';
 
 stopFakesAfterEach();
@@ -114,8 +114,8 @@ describe('LM Studio dispatch by loaded model (prompt-prix ADR-006)', () => {
   });
 
   it('re-reads which server has the model loaded as requests go on', async () => {
-    const modelsA = [{ ...CODER }];
-    const modelsB = [{ ...CODER, loaded: false }];
+    const modelsA: FakeModel[] = [{ ...CODER }];
+    const modelsB: FakeModel[] = [{ ...CODER, loaded: false }];
     const a = await fake({ flavor: 'lm_studio', models: modelsA, script: answers(3, 'a') });
     const b = await fake({ flavor: 'lm_studio', models: modelsB, script: answers(3, 'b') });
     const lm = backend([a.url, b.url], new HealthBook(), 0);

@@ -311,7 +311,7 @@ describe('fabric battery over two LM Studio servers', () => {
     await writeFile(join(sandbox.dir, 'broken.yaml'), 'name: x\ntasks: [\n');
     const broken = await battery([join(sandbox.dir, 'broken.yaml')]);
     expect(broken.exitCode).toBe(2);
-    expect(broken.stderr).toMatch(/broken\.yaml: invalid battery file \(nothing was run\):\n  - line \d+:/);
+    expect(broken.stderr).toMatch(/broken\.yaml: invalid battery file \(nothing was run\):\n {2}- line \d+:/);
     expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
     expect(await runIds()).toEqual([]);
   });
