@@ -153,6 +153,7 @@ export class CompletionDaemon {
     record.status = 'running';
     record.started_at = new Date(startedMs).toISOString();
     let runMs = 0;
+    let validationMs = 0;
     let feedback: string | null = null;
     while (record.attempts < this.#options.maxAttempts) {
       if (signal.aborted) return this.#cancel(record);
@@ -195,7 +196,9 @@ export class CompletionDaemon {
         this.#retry(record, feedback);
         continue;
       }
+      const validateStart = this.#deps.clock.now().getTime();
       const validation = await validator.validate(signal);
+      validationMs += this.#deps.clock.now().getTime() - validateStart;
       if (signal.aborted) return this.#cancel(record);
       this.#emit({
         event: 'validation',
@@ -232,8 +235,9 @@ export class CompletionDaemon {
           task: this.#view(record),
           seconds: record.seconds ?? 0,
           tokens: record.tokens,
-          // What the daemon cost beyond the runs themselves: validation, tick, commit, state.
-          overhead_ms: endMs - startedMs - runMs,
+          validation_ms: validationMs,
+          // What the daemon itself cost beyond the runs and the validation: prompt, tick, git, state.
+          overhead_ms: endMs - startedMs - runMs - validationMs,
         });
         return 'done';
       } catch (error) {

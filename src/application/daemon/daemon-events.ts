@@ -35,6 +35,9 @@ export type DaemonEvent =
       readonly task: DaemonTaskView;
       readonly seconds: number;
       readonly tokens: number;
+      /** Time in the validation commands (cargo build, cargo test), all attempts. */
+      readonly validation_ms: number;
+      /** The daemon's own time: task text, tick, git status/add/commit, state writes. */
       readonly overhead_ms: number;
     }
   | { readonly event: 'task_blocked'; readonly task: DaemonTaskView; readonly diagnostics: string }
