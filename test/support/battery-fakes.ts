@@ -40,3 +40,52 @@ export function unitsResponder(
     });
   };
 }
+
+/** The edits a scripted model makes for each task of `examples/compositor-battery.yaml`. */
+const COMPOSITOR_EDITS: Record<string, { file: string; anchor: string; code: string; test: string }> = {
+  'contains_point(': {
+    file: 'src/region.rs',
+    anchor: '    /// The bounding box of the whole region.\n',
+    code: '    pub fn contains_point(&self, x: i32, y: i32) -> bool {\n        self.rects.iter().any(|rect| rect.contains(crate::geometry::Point { x, y }))\n    }\n\n',
+    test: '    #[test]\n    fn contains_point_sees_its_rectangles() {\n        let region = Region::from_rect(Rect::new(0, 0, 10, 10));\n        assert!(region.contains_point(5, 5));\n        assert!(!region.contains_point(10, 5));\n    }\n\n',
+  },
+  'center(': {
+    file: 'src/geometry.rs',
+    anchor: '    /// The overlap of two rectangles, if they overlap at all.\n',
+    code: '    pub fn center(&self) -> Point {\n        Point { x: self.loc.x + self.size.w / 2, y: self.loc.y + self.size.h / 2 }\n    }\n\n',
+    test: '    #[test]\n    fn center_rounds_down() {\n        let c = Rect::new(0, 0, 5, 4).center();\n        assert_eq!((c.x, c.y), (2, 2));\n    }\n\n',
+  },
+};
+
+/**
+ * A responder for the rust specialist on the example battery: adds the function, then its test
+ * (a wrong one when `wrongTest` says so for the model: it compiles, `cargo test` fails), then
+ * finishes. Steps are counted from the tool results in the conversation.
+ */
+export function compositorResponder(
+  wrongTest: (model: string) => boolean,
+): (request: { model: string; messages: readonly FakeChatMessage[] }) => ScriptedTurn {
+  return ({ model, messages }) => {
+    const task = messages.find((m) => m.role === 'user')?.content ?? '';
+    const edit = Object.entries(COMPOSITOR_EDITS).find(([needle]) => task.includes(needle))?.[1];
+    const step = messages.filter((m) => m.role === 'tool').length;
+    const usage = { prompt: 500 + messages.length * 50, completion: 40 };
+    const call = (name: string, args: Record<string, unknown>): ScriptedTurn => ({
+      reply: { toolCalls: [{ name, arguments: args }], usage },
+    });
+    if (edit === undefined || step >= 2) return call('finish_task', { summary: 'Done.' });
+    if (step === 0) {
+      return call('edit_file', {
+        path: edit.file,
+        old_text: edit.anchor,
+        new_text: `${edit.code}${edit.anchor}`,
+      });
+    }
+    // A wrong test still compiles (the finish gate passes); `cargo test` then fails.
+    const test = wrongTest(model)
+      ? edit.test.replace('() {\n', '() {\n        panic!("wrong on purpose");\n')
+      : edit.test;
+    const anchor = '    use super::*;\n\n';
+    return call('edit_file', { path: edit.file, old_text: anchor, new_text: `${anchor}${test}` });
+  };
+}
