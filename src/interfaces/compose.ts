@@ -27,6 +27,7 @@ import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
 import { systemClock } from '../infrastructure/runlog/stamp.ts';
 import { FABRIC_VERSION } from './version.ts';
 
@@ -48,6 +49,11 @@ export interface RunRequest {
   readonly onModelChosen?: (choice: ModelChoice) => void;
   /** Told about trouble that does not stop the run (the control database is off), once per run. */
   readonly onNotice?: (message: string) => void;
+  /**
+   * When another run holds the workspace: wait for it (the default), or fail at once with
+   * `workspace_busy` (SPEC §10). `onNotice` hears who holds it while the run waits.
+   */
+  readonly waitForWorkspace?: boolean;
 }
 
 /** What a Fabric takes besides its config. */
@@ -101,7 +107,12 @@ export class Fabric {
       specialists: config.specialists,
       baseDir: config.baseDir,
       builtins: BUILTIN_PACKS,
-      settings: { searxngUrl: config.search.searxng_url },
+      // The run record and the config in use are out of every pack's reach (SPEC §6).
+      settings: {
+        searxngUrl: config.search.searxng_url,
+        runsDir: config.runs_dir,
+        configFile: config.source,
+      },
       // Attaches a specialist's mcp_servers (a no-op when it has none); pack builders know nothing of it.
       wrap: createMcpWrap({
         hostEnv: options.env ?? readEnvironment(),
@@ -223,12 +234,25 @@ export class Fabric {
     const runId = request.runId ?? newRunId(systemClock);
     // Mirrored to the control plane off the loop's path; the run never waits for the database,
     // and a database that fails never fails the run (SPEC §7).
+    // One run at a time writes a workspace (SPEC §10); the lease is the run's own, released however it ends.
+    const lease =
+      workspace === undefined
+        ? undefined
+        : await lockWorkspace(workspace, runId, {
+            wait: request.waitForWorkspace ?? true,
+            signal: request.signal,
+            onWait: (holder) =>
+              request.onNotice?.(
+                `waiting for the workspace ${workspace}: run ${holder.run_id} (process ${holder.pid} on ${holder.host}) holds it.`,
+              ),
+          });
     const control = await this.#controlPlane();
     const mirror = control?.observe(runId, request.onNotice ?? (() => {}));
     try {
       return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, mirror);
     } finally {
       control?.release(runId);
+      await lease?.release();
     }
   }
 

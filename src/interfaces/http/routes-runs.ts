@@ -66,6 +66,8 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
       model: body.model,
       maxSteps: body.max_steps,
       // The server logs a control-plane outage once (`fabric serve`), not once per run.
+      // A POST answers once the run has started: a busy workspace is 409 workspace_busy, not a wait.
+      waitForWorkspace: false,
     });
     log(`run ${live.runId} started (${body.specialist})`);
     void live.settled.then((result) => log(`run ${live.runId} ${result?.status ?? 'failed'}`));

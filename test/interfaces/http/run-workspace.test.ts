@@ -5,7 +5,7 @@ import type { Fabric } from '../../../src/interfaces/compose.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { makeFabric } from './http-harness.ts';
+import { makeFabric, postJson, startApi } from './http-harness.ts';
 
 const json = { 'content-type': 'application/json' };
 
@@ -55,4 +55,55 @@ describe('POST /v1/runs with a workspace it cannot use', () => {
       expect(server.chatRequests()).toEqual([]);
     },
   );
+});
+
+describe('two runs on one workspace', () => {
+  it('answers 409 workspace_busy to a second POST on a busy workspace, and takes it once the first has ended', async () => {
+    const sandbox = await makeSandbox();
+    const server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'qwen/qwen3-8b', toolUse: true }],
+      script: [
+        { hang: true },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'ok', answer: '1' } }] } },
+      ],
+    });
+    const fabric = await makeFabric(sandbox, server.url);
+    const api = await startApi(fabric);
+    try {
+      const first = await postJson(`${api.url}/v1/runs`, {
+        specialist: 'units',
+        task: 'a',
+        workspace: sandbox.dir,
+      });
+      expect(first.status).toBe(202);
+      const { run_id } = (await first.json()) as { run_id: string };
+
+      const second = await postJson(`${api.url}/v1/runs`, {
+        specialist: 'units',
+        task: 'b',
+        workspace: sandbox.dir,
+      });
+      expect(second.status).toBe(409);
+      const body = (await second.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('workspace_busy');
+      expect(body.error.message).toContain(run_id);
+
+      expect((await fetch(`${api.url}/v1/runs/${run_id}/cancel`, { method: 'POST' })).status).toBeLessThan(
+        300,
+      );
+      await api.hub.get(run_id)?.settled;
+      const third = await postJson(`${api.url}/v1/runs`, {
+        specialist: 'units',
+        task: 'c',
+        workspace: sandbox.dir,
+      });
+      expect(third.status).toBe(202);
+    } finally {
+      await api.stop();
+      await fabric.close();
+      await server.stop();
+      await sandbox.cleanup();
+    }
+  });
 });
