@@ -44,10 +44,17 @@ export class SandboxExpectChecks implements ExpectChecks {
             ? `could not start: ${result.spawnError}`
             : result.end;
       const output = `${result.stdout}\n${result.stderr}`.trim();
+      // The lines that say what failed come first (a failed test, a panic, a compiler error).
+      const telling = output
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => /FAILED|panicked|^error/.test(line))
+        .slice(0, 4);
+      const headline = telling.length === 0 ? how : `${how}: ${telling.join('; ')}`;
       return {
         check,
         outcome: 'failed',
-        message: `${how}${output === '' ? '' : `:\n${output.slice(-SHOWN_OUTPUT)}`}`,
+        message: `${headline}${output === '' ? '' : `\n${output.slice(-SHOWN_OUTPUT)}`}`,
       };
     } catch (error) {
       const message = error instanceof ToolError ? error.message : `Unexpected error: ${errorMessage(error)}`;
