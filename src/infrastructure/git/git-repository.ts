@@ -26,12 +26,7 @@ export class GitRepository implements Repository {
 
   async ensureReady(): Promise<void> {
     const top = await runGit(this.#root, ['rev-parse', '--show-toplevel']);
-    if (top.exitCode !== 0) {
-      throw new FabricError(
-        'usage',
-        `${this.#root} is not a git work tree (${top.stderr.trim()}). The daemon commits each task: run \`git init\` and make a first commit, or pass --repo DIR.`,
-      );
-    }
+    if (top.exitCode !== 0) throw this.#notARepo(top.stderr);
     if ((await runGit(this.#root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode !== 0) {
       throw new FabricError(
         'usage',
@@ -70,10 +65,16 @@ export class GitRepository implements Repository {
   }
 
   async lock(): Promise<() => Promise<void>> {
-    const gitDir = (
-      await git(this.#root, ['rev-parse', '--absolute-git-dir'], 'Finding .git', 'usage')
-    ).trim();
-    return acquireLock(`${gitDir}/fabric-daemon.lock`, this.#root);
+    const gitDir = await runGit(this.#root, ['rev-parse', '--absolute-git-dir']);
+    if (gitDir.exitCode !== 0) throw this.#notARepo(gitDir.stderr);
+    return acquireLock(`${gitDir.stdout.trim()}/fabric-daemon.lock`, this.#root);
+  }
+
+  #notARepo(said: string): FabricError {
+    return new FabricError(
+      'usage',
+      `${this.#root} is not a git work tree (${said.trim()}). The daemon commits each task: run \`git init\` and make a first commit, or pass --repo DIR.`,
+    );
   }
 
   async head(): Promise<string> {
