@@ -1,22 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config/load.ts';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { createFabric } from '../../../src/interfaces/compose.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 /** Whether the composition root hands the packs the runs directory and config file (issue 12). */
-async function recordWired(sandbox: Sandbox): Promise<boolean> {
-  const config = await loadConfig({ configPath: sandbox.configPath, cwd: sandbox.dir, env: {} });
-  const fabric = createFabric(config);
-  const wired = fabric.registry.settings.runsDir !== undefined;
-  await fabric.close();
-  return wired;
-}
 
 describe('fabric run with the workspace as the working directory and ./runs inside it', () => {
   let server: FakeLlmServer;
@@ -29,13 +20,7 @@ describe('fabric run with the workspace as the working directory and ./runs insi
     await sandbox.cleanup();
   });
 
-  it('refuses the model its own runlog, the runs directory and the config file, and logs security events', async (test) => {
-    if (!(await recordWired(sandbox))) {
-      const reason =
-        'src/interfaces/compose.ts does not pass runsDir and configFile in the registry settings yet (issue 12)';
-      console.warn(`SKIPPED: ${reason}`);
-      return test.skip(reason);
-    }
+  it('refuses the model its own runlog, the runs directory and the config file, and logs security events', async () => {
     const attempts = [
       { name: 'write_file', arguments: { path: 'runs/forged/runlog.jsonl', content: '{}' } },
       { name: 'read_file', arguments: { path: 'fabric.yaml' } },
