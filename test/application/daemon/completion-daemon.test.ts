@@ -140,7 +140,12 @@ function daemon(parts: {
       runner: parts.runner,
       validator: parts.validator ?? new ScriptedValidator([]),
       state: parts.state ?? new MemoryState(),
-      clock: { now: () => new Date((now += 10)) },
+      clock: {
+        now: () => {
+          now += 10;
+          return new Date(now);
+        },
+      },
       owner: { pid: 1, host: 'h' },
       onEvent: (event) => events.push(event),
     },
