@@ -1,5 +1,6 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai/core/error';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { NotAStreamError } from './not-a-stream-error.ts';
 
 /** A backend fault: `transient` ones are retried, the others end the run at once. */
 export type ClassifiedFault =
@@ -28,6 +29,17 @@ export function classifyFault(error: unknown, target: RequestTarget): Classified
     };
   }
   if (error instanceof APIError) return classifyStatus(error.status, serverMessage(error), target, error);
+  if (error instanceof NotAStreamError) {
+    return {
+      transient: false,
+      error: new FabricError(
+        'backend_error',
+        `${target.baseUrl} ${error.message}: it does not look like an OpenAI-compatible server. ` +
+          'Check LM_STUDIO_URL / OLLAMA_HOST (or llm.* in the config) point at LM Studio or Ollama.',
+        { cause: error, details: { status: error.status } },
+      ),
+    };
+  }
   // Anything else thrown while reading the stream (a socket reset, a parse error) is a cut stream.
   return { transient: true, reason: `stream failed: ${errorMessage(error)}` };
 }

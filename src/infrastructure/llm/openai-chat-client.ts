@@ -19,6 +19,7 @@ import { errorMessage } from '../../domain/errors.ts';
 import type { RetryPolicy } from './backoff.ts';
 import { type ChatTransport, type TransportResponse, defaultTransport } from './chat-transport.ts';
 import { classifyFault } from './classify-error.ts';
+import { NotAStreamError } from './not-a-stream-error.ts';
 import { withRetries } from './retry-loop.ts';
 import { SseDecoder } from './sse-decoder.ts';
 import { StreamAssembler } from './stream-assembler.ts';
@@ -103,6 +104,7 @@ export class OpenAiChatClient implements ChatClient {
     request.signal.addEventListener('abort', abort, { once: true });
     try {
       const response = await this.#send(JSON.stringify(params), request.signal, controller);
+      await refuseNonStream(response);
       const assembler = new StreamAssembler();
       await readStream(response, (chunk) => {
         const { text, startedCalls } = assembler.push(chunk);
@@ -183,6 +185,25 @@ async function readStream(response: TransportResponse, onChunk: (chunk: ChatComp
       if (data !== null) onChunk(data);
     }
   }
+}
+
+/**
+ * A 2xx answer that is plainly not an event stream: a web page or a proxy's login form at the
+ * configured URL, or a JSON body (LM Studio answers unknown routes 200 with `{ "error": … }`).
+ * Retrying cannot help, so it fails at once with what came back. A stream without a content
+ * type is read as a stream.
+ */
+async function refuseNonStream(response: TransportResponse): Promise<void> {
+  const type = response.headers().get('content-type')?.toLowerCase() ?? '';
+  if (type === '' || type.includes('text/event-stream')) return;
+  let text = '';
+  for await (const chunk of response.body) {
+    text += chunk;
+    if (text.length > 4096) break;
+  }
+  const json = parseJson(text) as { error?: unknown } | undefined;
+  if (json?.error !== undefined) throw new APIError(response.status, json, undefined, response.headers());
+  throw new NotAStreamError(response.status, type, text);
 }
 
 function parseJson(text: string): unknown {

@@ -50,6 +50,34 @@ describe('fabric run when the model or the backend misbehaves', () => {
     return { ...out, result, events };
   }
 
+  it('fails at once, naming what came back, when the server answers a web page instead of an event stream', async () => {
+    const page: ScriptedTurn = {
+      status: 200,
+      body: '<!doctype html><html><head><title>Sign in</title></head><body>Proxy login</body></html>',
+      contentType: 'text/html; charset=utf-8',
+    };
+    const { exitCode, result } = await run([page, FINISH]);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('backend_error');
+    expect(result.error?.message).toMatch(/answered 200 with text\/html instead of an event stream/);
+    expect(result.error?.message).toContain('Sign in');
+    expect(result.error?.message).toContain('LM_STUDIO_URL');
+    // Not retried: a page stays a page.
+    expect(server.chatRequests()).toHaveLength(1);
+  });
+
+  it('reads the error of a 200 JSON answer, as LM Studio gives for a route it does not serve', async () => {
+    const refusal: ScriptedTurn = {
+      status: 200,
+      body: { error: 'Unexpected endpoint or method. (POST /v1/chat/completions)' },
+    };
+    const { exitCode, result } = await run([refusal, FINISH]);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('backend_error');
+    expect(result.error?.message).toContain('Unexpected endpoint or method');
+    expect(server.chatRequests()).toHaveLength(1);
+  });
+
   it('retries a backend that answers 503 twice, then finishes', async () => {
     const busy: ScriptedTurn = {
       status: 503,
