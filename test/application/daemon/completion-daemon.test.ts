@@ -19,10 +19,13 @@ import type { Repository } from '../../../src/application/daemon/repository.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
 
+/** A change whose tasks a test may replace (a user editing tasks.md). */
+type EditableChange = Omit<OpenSpecChange, 'tasks'> & { tasks: OpenSpecTask[] };
+
 /** In-memory OpenSpec: changes held as objects; a tick marks the task done. */
 class MemoryOpenSpec implements OpenSpecSource {
-  changes: OpenSpecChange[];
-  constructor(changes: OpenSpecChange[]) {
+  changes: EditableChange[];
+  constructor(changes: EditableChange[]) {
     this.changes = changes;
   }
   async scan(): Promise<OpenSpecScan> {
@@ -117,7 +120,7 @@ function task(id: string, text: string, done = false): OpenSpecTask {
   return { id, text, done, details: [], section: '1. Work', line: 1 };
 }
 
-function change(id: string, tasks: OpenSpecTask[]): OpenSpecChange {
+function change(id: string, tasks: OpenSpecTask[]): EditableChange {
   return { id, proposal: `# ${id}`, design: null, specs: [], tasks };
 }
 
