@@ -1,24 +1,31 @@
 import type { BackendProbe, ModelCatalog } from '../../application/ports.ts';
 import { DEFAULT_DOWN_FOR_MS } from './health-book.ts';
 
+/** How long an answer in which every backend answered is trusted. */
+export const DEFAULT_MAX_AGE_MS = 30_000;
+
 /**
  * Every backend's catalog, asked concurrently (each with its own short timeout). The answer is
- * cached for the life of the process; an answer in which some backend failed is kept only for
- * `retryFailedAfterMs`, and `invalidate()` drops it at once (a chat request found a backend down).
+ * cached for `maxAgeMs` (default 30 s), so a long-lived process (`fabric serve`, the daemon, a
+ * battery) sees a model loaded or unloaded within that; an answer in which some backend failed
+ * is kept only for `retryFailedAfterMs`, and `invalidate()` drops it at once (a chat request
+ * found a backend down).
  */
 export class CompositeCatalog implements ModelCatalog {
   readonly #catalogs: readonly ModelCatalog[];
   readonly #retryFailedAfterMs: number;
+  readonly #maxAgeMs: number;
   readonly #now: () => number;
   #cached: Promise<readonly BackendProbe[]> | undefined;
   #expiresAt = Number.POSITIVE_INFINITY;
 
   constructor(
     catalogs: readonly ModelCatalog[],
-    options: { retryFailedAfterMs?: number; now?: () => number } = {},
+    options: { retryFailedAfterMs?: number; maxAgeMs?: number; now?: () => number } = {},
   ) {
     this.#catalogs = catalogs;
     this.#retryFailedAfterMs = options.retryFailedAfterMs ?? DEFAULT_DOWN_FOR_MS;
+    this.#maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
     this.#now = options.now ?? Date.now;
   }
 
@@ -31,9 +38,9 @@ export class CompositeCatalog implements ModelCatalog {
     this.#cached = pending;
     pending.then(
       (probes) => {
-        if (this.#cached === pending && probes.some((probe) => !probe.ok)) {
-          this.#expiresAt = this.#now() + this.#retryFailedAfterMs;
-        }
+        if (this.#cached !== pending) return;
+        const keepFor = probes.some((probe) => !probe.ok) ? this.#retryFailedAfterMs : this.#maxAgeMs;
+        this.#expiresAt = this.#now() + keepFor;
       },
       () => {
         // A cancelled probe must not poison the cache.

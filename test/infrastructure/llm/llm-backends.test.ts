@@ -136,15 +136,20 @@ describe('CompositeCatalog', () => {
     return { catalog, calls: () => calls };
   }
 
-  it('caches a healthy answer for the life of the process, until invalidate()', async () => {
+  it('caches a healthy answer for a while, so a long-lived process sees models loaded later, and until invalidate()', async () => {
+    let now = 0;
     const inner = counting(true);
-    const composite = new CompositeCatalog([inner.catalog]);
+    const composite = new CompositeCatalog([inner.catalog], { maxAgeMs: 30_000, now: () => now });
     await composite.probe();
+    now = 29_000;
     await composite.probe();
     expect(inner.calls()).toBe(1);
     composite.invalidate();
     await composite.probe();
     expect(inner.calls()).toBe(2);
+    now = 60_000;
+    await composite.probe();
+    expect(inner.calls()).toBe(3);
   });
 
   it('asks again after a while when some backend was down', async () => {
