@@ -34,6 +34,8 @@ export interface ExecuteTaskInput {
    * from one whose process died (SPEC §6). The composition root passes its pid and host name.
    */
   readonly owner?: RunOwner;
+  /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 const FINAL_TURN_GRACE_MS = 120_000;
@@ -185,6 +187,7 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     max_steps: input.limits.maxSteps,
     budget_s: Math.round(input.limits.budgetMs / 1000),
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
+    ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
   });
 }
 

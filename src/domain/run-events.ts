@@ -39,6 +39,8 @@ export interface RunEventBodies {
      */
     pid?: number;
     host?: string;
+    /** What the caller labelled the run with (a battery and its cell, the daemon's task). */
+    tags?: Readonly<Record<string, string>>;
   };
   llm_request: {
     step: number;
@@ -86,6 +88,11 @@ export interface RunEventBodies {
     tool: string;
     result: string;
     duration_ms: number;
+    /**
+     * The file change the tool made, as a unified diff (SPEC §6), bounded (a last `\ diff cut`
+     * line says so). Absent for tools that change no file, and in runlogs written before it.
+     */
+    diff?: string;
   };
   tool_error: {
     step: number;

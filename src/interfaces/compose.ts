@@ -54,6 +54,8 @@ export interface RunRequest {
    * `workspace_busy` (SPEC §10). `onNotice` hears who holds it while the run waits.
    */
   readonly waitForWorkspace?: boolean;
+  /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 /** What a Fabric takes besides its config. */
@@ -147,6 +149,11 @@ export class Fabric {
 
   #expandAlias(name: string): string {
     return this.config.llm.models[name] ?? name;
+  }
+
+  /** Forgets what the backends were last seen to have, so the next run asks them again. */
+  refreshCatalog(): void {
+    this.#llm.catalog.invalidate();
   }
 
   /**
@@ -288,6 +295,7 @@ export class Fabric {
       clock: systemClock,
       // Recorded in run_start: a run whose process is gone shows as interrupted (SPEC §6).
       owner: RUN_OWNER,
+      ...(request.tags === undefined ? {} : { tags: request.tags }),
       signal: request.signal,
       ...(request.runId === undefined ? {} : { runId: request.runId }),
     });
