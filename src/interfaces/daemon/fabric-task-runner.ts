@@ -31,8 +31,8 @@ export class FabricTaskRunner implements TaskRunner {
   async run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
     if (this.#backendWasDown) {
       // The catalog keeps a failed probe for 30 s; the daemon's backoff (capped at --interval) must
-      // ask the backends again. The Fabric has no method for this yet: the catalog's own is used.
-      (this.#fabric.catalog as { invalidate?: () => void }).invalidate?.();
+      // ask the backends again.
+      this.#fabric.refreshCatalog();
     }
     const outcome = await this.#run(task, signal);
     this.#backendWasDown = outcome.kind === 'backend_down';
