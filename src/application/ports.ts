@@ -96,11 +96,18 @@ export type Validation<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly message: string };
 
+/** A tool's answer with what it changed: the text the model sees, and a unified diff of a file it changed. */
+export interface ToolOutput {
+  readonly text: string;
+  /** Recorded in the runlog (`tool_result.diff`), not sent to the model. */
+  readonly diff?: string;
+}
+
 /** A tool of a pack. `validate` checks parsed JSON arguments; `run` throws `ToolError` to report failure. */
 export interface Tool {
   readonly spec: ToolSpec;
   validate(args: unknown): Validation<unknown>;
-  run(args: unknown, context: ToolContext): Promise<string>;
+  run(args: unknown, context: ToolContext): Promise<string | ToolOutput>;
 }
 
 /** The pack's output format: the `finish_task` schema. */

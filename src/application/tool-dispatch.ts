@@ -1,7 +1,7 @@
 import { ToolError, errorMessage } from '../domain/errors.ts';
 import type { ToolCall, ToolMessage } from '../domain/messages.ts';
 import type { RunEventBodies } from '../domain/run-events.ts';
-import { type SpecialistPack, type Tool, type ToolContext, hasFinishGate } from './ports.ts';
+import { type SpecialistPack, type Tool, type ToolContext, type ToolOutput, hasFinishGate } from './ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
 export const FINISH_TOOL = 'finish_task';
@@ -59,7 +59,9 @@ export async function dispatchToolCall(options: {
   if (!validation.ok)
     return fail('invalid_arguments', `Invalid arguments for ${call.name}: ${validation.message}.`);
   try {
-    const result = bound(await tool.run(validation.value, context));
+    const output = await tool.run(validation.value, context);
+    const result = bound(outputText(output));
+    const diff = typeof output === 'string' ? undefined : output.diff;
     await recorder.record({
       kind: 'tool_result',
       step: context.step,
@@ -67,6 +69,7 @@ export async function dispatchToolCall(options: {
       tool: call.name,
       result,
       duration_ms: Date.now() - started,
+      ...(diff ? { diff } : {}),
     });
     return answer(call, result);
   } catch (error) {
@@ -140,6 +143,11 @@ function parseArguments(text: string): Parsed {
     return { ok: false, reason: 'invalid_arguments', message: 'The arguments must be a JSON object.' };
   }
   return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** The text of a tool's answer, the part the model sees. */
+export function outputText(output: string | ToolOutput): string {
+  return typeof output === 'string' ? output : output.text;
 }
 
 function answer(call: ToolCall, content: string): CallOutcome {

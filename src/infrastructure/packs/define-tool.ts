@@ -1,6 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import type { FinishSpec, Tool, ToolContext, Validation } from '../../application/ports.ts';
+import type { FinishSpec, Tool, ToolContext, ToolOutput, Validation } from '../../application/ports.ts';
 import type { JsonSchema } from '../../domain/messages.ts';
 
 type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
@@ -10,7 +10,7 @@ export function defineTool<const TSchema extends ObjectSchema>(definition: {
   name: string;
   description: string;
   input: TSchema;
-  run(args: v.InferOutput<TSchema>, context: ToolContext): Promise<string>;
+  run(args: v.InferOutput<TSchema>, context: ToolContext): Promise<string | ToolOutput>;
 }): Tool {
   return {
     spec: {

@@ -104,13 +104,16 @@ export async function writeWorkspaceFile(
   return bytes.length;
 }
 
-/** Replaces exactly one occurrence of `oldText`; none or several is an error that says which. */
+/**
+ * Replaces exactly one occurrence of `oldText`; none or several is an error that says which.
+ * Returns the file's text before and after, so the change can be recorded as a diff.
+ */
 export async function editWorkspaceFile(
   scope: PathScope,
   requested: string,
   oldText: string,
   newText: string,
-): Promise<void> {
+): Promise<{ readonly before: string; readonly after: string }> {
   if (oldText === '') throw new ToolError('old_text is empty; give the exact text to replace.');
   await scope.forWrite(requested);
   const file = await readWorkspaceFile(scope, requested);
@@ -128,9 +131,7 @@ export async function editWorkspaceFile(
       `old_text occurs ${count} times in ${requested}; include more surrounding lines so it matches exactly once.`,
     );
   }
-  await writeWorkspaceFile(
-    scope,
-    requested,
-    file.text.slice(0, first) + newText + file.text.slice(first + oldText.length),
-  );
+  const after = file.text.slice(0, first) + newText + file.text.slice(first + oldText.length);
+  await writeWorkspaceFile(scope, requested, after);
+  return { before: file.text, after };
 }

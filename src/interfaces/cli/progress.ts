@@ -1,5 +1,6 @@
 import type { RunObserver } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { diffStat } from '../../domain/unified-diff.ts';
 import type { OutputStream } from './io.ts';
 import type { Style } from './style.ts';
 
@@ -52,8 +53,11 @@ export class ProgressReporter implements RunObserver {
         this.#line(`  → ${event.tool} ${s.dim(preview(event.arguments, ARG_PREVIEW))}`);
         break;
       case 'tool_result':
+        // A file change reads best as its size and place; the full diff is in the runlog.
         this.#line(
-          `  ${s.green('✓')} ${event.tool} ${s.dim(`${preview(event.result, RESULT_PREVIEW)} (${event.duration_ms} ms)`)}`,
+          `  ${s.green('✓')} ${event.tool} ${
+            event.diff ? diffSummary(event.diff) : s.dim(preview(event.result, RESULT_PREVIEW))
+          } ${s.dim(`(${event.duration_ms} ms)`)}`,
         );
         break;
       case 'tool_error':
@@ -96,6 +100,13 @@ export class ProgressReporter implements RunObserver {
     this.#midLine = false;
     this.#out.write(`${text}\n`);
   }
+}
+
+/** A diff as a short stat: `+3 −1 src/region.rs`, `(cut)` when the runlog holds only part of it. */
+export function diffSummary(diff: string): string {
+  const { added, removed, cut } = diffStat(diff);
+  const file = /^\+\+\+ b\/(.*)$/m.exec(diff)?.[1] ?? '';
+  return `+${added} −${removed} ${file}${cut ? ' (cut)' : ''}`.trimEnd();
 }
 
 function preview(text: string, max: number): string {

@@ -9,6 +9,7 @@ import type { McpServerConfig } from '../../../src/config/schema.ts';
 import { FabricError, ToolError } from '../../../src/domain/errors.ts';
 import { type McpPack, attachMcpServers } from '../../../src/infrastructure/mcp/mcp-pack.ts';
 import { createStaticPack } from '../../../src/infrastructure/packs/base-pack.ts';
+import { outputText } from '../../../src/application/tool-dispatch.ts';
 import { defineFinish } from '../../../src/infrastructure/packs/define-tool.ts';
 import { EVERYTHING_SERVER, FS_SERVER, isAlive, testSettings } from './mcp-fixtures.ts';
 
@@ -94,7 +95,7 @@ describe('McpPack with the real filesystem and everything servers', () => {
     const settings = testSettings(dir);
     pack = attachMcpServers(innerPack(), servers(), settings);
     await pack.open(new AbortController().signal);
-    const text = await tool(pack, 'mcp__ev__get-env').run({}, context());
+    const text = outputText(await tool(pack, 'mcp__ev__get-env').run({}, context()));
     const env = JSON.parse(text) as Record<string, string>;
     expect(env.FABRIC_TEST_VAR).toBe('configured');
     expect(env.PATH).toBe(settings.baseEnv.PATH);

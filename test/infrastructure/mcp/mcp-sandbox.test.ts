@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { outputText } from '../../../src/application/tool-dispatch.ts';
 import type { FabricSettings, SpecialistPack } from '../../../src/application/ports.ts';
 import { SpecialistSchema } from '../../../src/config/schema.ts';
 import type { McpPack } from '../../../src/infrastructure/mcp/mcp-pack.ts';
@@ -97,7 +98,7 @@ describe('MCP stdio servers under sandbox.mcp', () => {
     return async (tool, target) => {
       const found = pack?.tools().find((candidate) => candidate.spec.name === `mcp__probe__${tool}`);
       if (!found) throw new Error(`no tool ${tool}`);
-      return found.run({ target }, context);
+      return outputText(await found.run({ target }, context));
     };
   }
 

@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { unifiedDiff } from '../../../src/domain/unified-diff.ts';
+import { ProgressReporter } from '../../../src/interfaces/cli/progress.ts';
+import type { Style } from '../../../src/interfaces/cli/style.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
@@ -65,5 +68,47 @@ describe('fabric run as a person reads it', () => {
     expect(result.stdout).toBe(
       'answer: Smithay is a Rust library.\nfindings:\n  - It has a DRM backend.\n  - It speaks Wayland.',
     );
+  });
+});
+
+describe('the progress of a tool that changed a file', () => {
+  const stamp = { v: 1, ts: '2026-01-01T00:00:00.000Z', run_id: 'r', seq: 3 } as const;
+  const plain: Style = {
+    dim: (text) => text,
+    bold: (text) => text,
+    green: (text) => text,
+    red: (text) => text,
+    yellow: (text) => text,
+    cyan: (text) => text,
+  };
+
+  function lineFor(diff: string | undefined): string {
+    let out = '';
+    const reporter = new ProgressReporter({ write: (text: string) => (out += text) }, plain);
+    reporter.onEvent({
+      ...stamp,
+      kind: 'tool_result',
+      step: 1,
+      call_id: 'c1',
+      tool: 'edit_file',
+      result: 'Edited src/region.rs. Run cargo_check next.',
+      duration_ms: 2,
+      ...(diff === undefined ? {} : { diff }),
+    });
+    return out;
+  }
+
+  it('shows the diff as a short stat with the file name', () => {
+    const diff = unifiedDiff('src/region.rs', 'a\nb\nc\n', 'a\nB\nc\nd\ne\n');
+    expect(lineFor(diff)).toBe('  ✓ edit_file +3 −1 src/region.rs (2 ms)\n');
+  });
+
+  it('says when the recorded diff was cut', () => {
+    const diff = unifiedDiff('big.rs', null, 'x\n'.repeat(500), 100);
+    expect(lineFor(diff)).toMatch(/✓ edit_file \+\d+ −0 big\.rs \(cut\) \(2 ms\)/);
+  });
+
+  it('shows the result text for an older runlog without a diff', () => {
+    expect(lineFor(undefined)).toBe('  ✓ edit_file Edited src/region.rs. Run cargo_check next. (2 ms)\n');
   });
 });

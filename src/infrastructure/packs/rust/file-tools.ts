@@ -4,6 +4,7 @@ import type { PathScope } from '../../sandbox/path-scope.ts';
 import { editWorkspaceFile, readWorkspaceFile, writeWorkspaceFile } from '../../sandbox/workspace-files.ts';
 import { listWorkspace, searchWorkspace } from '../../sandbox/workspace-search.ts';
 import { defineTool } from '../define-tool.ts';
+import { unifiedDiff } from '../../../domain/unified-diff.ts';
 
 const workspacePath = v.pipe(v.string(), v.description('A path relative to the workspace root.'));
 
@@ -34,8 +35,11 @@ export function fileTools(scope: PathScope): Tool[] {
         'Create or replace a workspace file with the given content, creating parent folders. Prefer edit_file for changes to existing files.',
       input: v.object({ path: workspacePath, content: v.string() }),
       run: async (args) => {
+        const before = await previousText(scope, args.path);
         const bytes = await writeWorkspaceFile(scope, args.path, args.content);
-        return `Wrote ${args.path} (${bytes} bytes). Run cargo_check next.`;
+        const text = `Wrote ${args.path} (${bytes} bytes). Run cargo_check next.`;
+        if (before === undefined) return text;
+        return { text, diff: unifiedDiff(args.path, before, args.content) };
       },
     }),
     defineTool({
@@ -44,8 +48,11 @@ export function fileTools(scope: PathScope): Tool[] {
         'Replace exactly one occurrence of old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.',
       input: v.object({ path: workspacePath, old_text: v.string(), new_text: v.string() }),
       run: async (args) => {
-        await editWorkspaceFile(scope, args.path, args.old_text, args.new_text);
-        return `Edited ${args.path}. Run cargo_check next.`;
+        const { before, after } = await editWorkspaceFile(scope, args.path, args.old_text, args.new_text);
+        return {
+          text: `Edited ${args.path}. Run cargo_check next.`,
+          diff: unifiedDiff(args.path, before, after),
+        };
       },
     }),
     defineTool({
@@ -56,4 +63,18 @@ export function fileTools(scope: PathScope): Tool[] {
       run: async (args) => searchWorkspace(scope, args.pattern, args.path),
     }),
   ];
+}
+
+/**
+ * The text a write is about to replace: null when the file does not exist yet, undefined when it
+ * cannot be diffed (binary, too large, or refused: the write itself then says why).
+ */
+async function previousText(scope: PathScope, requested: string): Promise<string | null | undefined> {
+  try {
+    if ((await scope.forWrite(requested)).missing.length > 0) return null;
+    const file = await readWorkspaceFile(scope, requested);
+    return file.kind === 'text' ? file.text : undefined;
+  } catch {
+    return undefined;
+  }
 }

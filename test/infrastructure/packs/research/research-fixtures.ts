@@ -11,6 +11,7 @@ import { DnsHostResolver } from '../../../../src/infrastructure/net/dns-resolver
 import { nodePinnedRequester } from '../../../../src/infrastructure/net/pinned-request.ts';
 import type { PinnedRequester } from '../../../../src/infrastructure/net/safe-fetch.ts';
 import type { HostResolver } from '../../../../src/infrastructure/net/ssrf-guard.ts';
+import { outputText } from '../../../../src/application/tool-dispatch.ts';
 import type { ResearchPack } from '../../../../src/infrastructure/packs/research/research-pack.ts';
 import { type LocalServer, startLocalServer } from '../../net/local-server.ts';
 
@@ -102,7 +103,7 @@ export async function call(pack: ResearchPack, name: string, args: unknown): Pro
   if (tool === undefined) throw new Error(`no tool ${name}`);
   const valid = tool.validate(args);
   if (!valid.ok) throw new Error(valid.message);
-  return tool.run(valid.value, context);
+  return outputText(await tool.run(valid.value, context));
 }
 
 export async function refusal(promise: Promise<unknown>): Promise<ToolError> {

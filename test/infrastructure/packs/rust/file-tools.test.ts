@@ -3,7 +3,7 @@ import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SpecialistPack } from '../../../../src/application/ports.ts';
-import { call, expectRefusal, expectToolError, rustPack, tempDir } from './helpers.ts';
+import { call, callForDiff, expectRefusal, expectToolError, rustPack, tempDir } from './helpers.ts';
 
 const SECRET = `outside-secret-${Math.random().toString(36).slice(2)}`;
 let base: string;
@@ -68,6 +68,29 @@ describe('the rust pack file tools', () => {
     expect(await call(pack, 'search', { pattern: 'fn \\w+\\(', path: 'src' })).toContain(
       'src/lib.rs:1:pub fn answer',
     );
+  });
+
+  it('records each write and edit as a unified diff of the file, and a new file against /dev/null', async () => {
+    const created = await callForDiff(pack, 'write_file', { path: 'src/diffed.rs', content: 'fn a() {}\n' });
+    expect(created.diff).toBe('--- /dev/null\n+++ b/src/diffed.rs\n@@ -0,0 +1 @@\n+fn a() {}\n');
+    const replaced = await callForDiff(pack, 'write_file', { path: 'src/diffed.rs', content: 'fn b() {}\n' });
+    expect(replaced.diff).toContain('-fn a() {}\n+fn b() {}\n');
+    const edited = await callForDiff(pack, 'edit_file', {
+      path: 'src/diffed.rs',
+      old_text: 'fn b() {}',
+      new_text: 'fn b() {}\nfn c() {}',
+    });
+    expect(edited.text).toBe('Edited src/diffed.rs. Run cargo_check next.');
+    expect(edited.diff).toBe(
+      '--- a/src/diffed.rs\n+++ b/src/diffed.rs\n@@ -1 +1,2 @@\n fn b() {}\n+fn c() {}\n',
+    );
+  });
+
+  it('writes over a binary file without a diff', async () => {
+    await writeFile(path.join(ws, 'blob.bin'), Buffer.from([0, 1, 2, 3]));
+    expect(
+      (await callForDiff(pack, 'write_file', { path: 'blob.bin', content: 'text now\n' })).diff,
+    ).toBeUndefined();
   });
 
   it('refuses a path that climbs out with ..', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { SandboxConfig, SpecialistConfig } from '../../../../src/config/schema.ts';
 import type { FabricSettings, SpecialistPack, Tool, ToolContext } from '../../../../src/application/ports.ts';
+import { outputText } from '../../../../src/application/tool-dispatch.ts';
 import { ToolError } from '../../../../src/domain/errors.ts';
 import { buildRustPack } from '../../../../src/infrastructure/packs/rust/rust-pack.ts';
 
@@ -58,7 +59,23 @@ export async function call(
   if (tool === undefined) throw new Error(`no tool ${name}`);
   const validation = tool.validate(args);
   if (!validation.ok) throw new ToolError(validation.message);
-  return tool.run(validation.value, toolContext(signal));
+  return outputText(await tool.run(validation.value, toolContext(signal)));
+}
+
+/** Like `call`, for a tool that changes a file: the text and the diff it records. */
+export async function callForDiff(
+  pack: SpecialistPack,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ text: string; diff: string | undefined }> {
+  const tool: Tool | undefined = pack.tools().find((candidate) => candidate.spec.name === name);
+  if (tool === undefined) throw new Error(`no tool ${name}`);
+  const validation = tool.validate(args);
+  if (!validation.ok) throw new ToolError(validation.message);
+  const output = await tool.run(validation.value, toolContext());
+  return typeof output === 'string'
+    ? { text: output, diff: undefined }
+    : { text: output.text, diff: output.diff };
 }
 
 /** Awaits a refusal and checks it is a ToolError carrying a sandbox_violation for `rule`. */
