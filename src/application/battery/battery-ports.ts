@@ -23,6 +23,8 @@ export interface CellRunRequest {
   readonly model: string;
   readonly workspace: string | undefined;
   readonly maxSteps: number | undefined;
+  /** Recorded in the run's `run_start`, so a run tells which battery and cell it was. */
+  readonly tags: Readonly<Record<string, string>>;
   readonly signal: AbortSignal;
 }
 
@@ -31,7 +33,11 @@ export interface CellRunRequest {
  * cannot start (no such model, no backend).
  */
 export interface CellRunner {
-  /** Why `model` cannot run a cell (missing, known to lack tools), or null when it can. */
+  /**
+   * Why `model` cannot run a cell (missing, known to lack tools), or null when it can. Asked
+   * before every cell, from what the backends have now: models are loaded and unloaded as a
+   * battery goes (SPEC §12).
+   */
   unusable(model: string, signal: AbortSignal): Promise<string | null>;
   run(request: CellRunRequest): Promise<RunResult>;
 }

@@ -119,6 +119,7 @@ async function runCell(
         model: cell.model,
         workspace: workspace?.path,
         maxSteps: plan.maxSteps,
+        tags: { battery: plan.id, task: cell.task, model: cell.model, repeat: String(cell.repeat) },
         signal,
       });
     } catch (error) {

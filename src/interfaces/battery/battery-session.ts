@@ -241,6 +241,8 @@ class FabricCellRunner implements CellRunner {
 
   async unusable(model: string, signal: AbortSignal): Promise<string | null> {
     const id = this.#fabric.config.llm.models[model] ?? model;
+    // Asked again for every cell: a model loaded or unloaded since the last one counts (SPEC §12).
+    this.#fabric.refreshCatalog();
     const probes = await this.#fabric.catalog.probe(signal);
     const copies = probes.filter((p) => p.ok).flatMap((p) => p.models.filter((m) => sameModel(m.id, id)));
     if (copies.length === 0) {
@@ -263,6 +265,7 @@ class FabricCellRunner implements CellRunner {
       workspace: request.workspace,
       model: request.model,
       maxSteps: request.maxSteps,
+      tags: request.tags,
       signal: request.signal,
     });
   }

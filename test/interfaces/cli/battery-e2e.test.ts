@@ -118,11 +118,13 @@ async function readState(id: string): Promise<BatteryState> {
   return JSON.parse(await readFile(join(sandbox.runsDir, 'batteries', `${id}.json`), 'utf8')) as BatteryState;
 }
 
-async function runEnd(runId: string): Promise<Record<string, unknown>> {
+async function runlogEvent(runId: string, kind: string): Promise<Record<string, unknown>> {
   const lines = (await readFile(join(sandbox.runsDir, runId, 'runlog.jsonl'), 'utf8')).trim().split('\n');
   const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  return events.find((event) => event.kind === 'run_end')!;
+  return events.find((event) => event.kind === kind)!;
 }
+
+const runEnd = (runId: string) => runlogEvent(runId, 'run_end');
 
 interface JsonCell {
   task: string;
@@ -196,6 +198,13 @@ describe('fabric battery over two LM Studio servers', () => {
       const end = await runEnd(c.run_id!);
       expect(end.status).toBe(c.status);
       expect((end.usage as { total_tokens: number }).total_tokens).toBe(c.tokens);
+      // Each cell's run says which battery and cell it was.
+      expect((await runlogEvent(c.run_id!, 'run_start')).tags).toEqual({
+        battery: json.id,
+        task: c.task,
+        model: c.model,
+        repeat: String(c.repeat),
+      });
     }
     // So does the report: the matrix, per model, and each failure's check and message.
     const report = await readFile(join(sandbox.dir, 'report.md'), 'utf8');
