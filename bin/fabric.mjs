@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// Node 20 cannot run TypeScript by itself: tsx compiles the sources on the fly (and custom packs
-// written in TypeScript with them). Deno runs src/interfaces/cli/main.ts directly.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/interfaces/cli/main.ts');
+// The compiled CLI (`npm run build` writes dist/; the published package ships it). No
+// TypeScript loader here: one is loaded only when a config names a custom pack written in
+// TypeScript and the runtime cannot strip types itself (Node 20).
+await import('../dist/interfaces/cli/main.js');

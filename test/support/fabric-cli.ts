@@ -7,7 +7,9 @@ import { runCli } from '../../src/interfaces/cli/cli.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const EXAMPLE_PACK = join(ROOT, 'packs/example/pack.ts');
-const DENO = join(ROOT, 'node_modules/.bin/deno');
+export const DENO = join(ROOT, 'node_modules/.bin/deno');
+/** The CLI from the sources on Node (through tsx); `bin/fabric.mjs` runs the build. */
+export const SOURCE_CLI = join(ROOT, 'test/support/fabric-source.mjs');
 
 /** A temp directory with a config file and a runs directory; `cleanup` removes it. */
 export interface Sandbox {
@@ -49,10 +51,14 @@ export function testEnv(sandbox: Sandbox, lmStudioUrl: string, extra: Record<str
   };
 }
 
-/** Spawns the real CLI (`node bin/fabric.mjs` or `deno run -A src/interfaces/cli/main.ts`). */
+/**
+ * Spawns the real CLI from the sources (`fabric-source.mjs` on Node, `deno run -A
+ * src/interfaces/cli/main.ts`), or with `build: true` the compiled one (`bin/fabric.mjs`, which
+ * runs dist/).
+ */
 export function spawnFabric(
   args: readonly string[],
-  options: { env: Record<string, string>; cwd: string; runtime?: 'node' | 'deno' },
+  options: { env: Record<string, string>; cwd: string; runtime?: 'node' | 'deno'; build?: boolean },
 ) {
   const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
   const execOptions = {
@@ -65,11 +71,15 @@ export function spawnFabric(
   if (options.runtime === 'deno') {
     return execa(
       DENO,
-      ['run', '-A', '--quiet', join(ROOT, 'src/interfaces/cli/main.ts'), ...args],
+      options.build
+        ? // The package's deno.json maps `agent-fabric` for custom packs outside it (docs/packs.md).
+          ['run', '-A', '--quiet', '--config', join(ROOT, 'deno.json'), join(ROOT, 'bin/fabric.mjs'), ...args]
+        : ['run', '-A', '--quiet', join(ROOT, 'src/interfaces/cli/main.ts'), ...args],
       execOptions,
     );
   }
-  return execa(process.execPath, [join(ROOT, 'bin/fabric.mjs'), ...args], execOptions);
+  const entry = options.build ? join(ROOT, 'bin/fabric.mjs') : SOURCE_CLI;
+  return execa(process.execPath, [entry, ...args], execOptions);
 }
 
 /** Runs the CLI in-process, collecting its output. */

@@ -2,9 +2,17 @@ import { parseArgs } from 'node:util';
 import { FabricError } from '../../domain/errors.ts';
 
 type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+/** Named so the build's declarations can say what `parseCommandArgs` returns. */
+type ParsedArgs<T extends OptionSpec> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: T; allowPositionals: true; strict: true }>
+>;
 
 /** Parses a command's argv strictly; an unknown flag is a usage error that names the command's help. */
-export function parseCommandArgs<T extends OptionSpec>(command: string, argv: readonly string[], options: T) {
+export function parseCommandArgs<T extends OptionSpec>(
+  command: string,
+  argv: readonly string[],
+  options: T,
+): ParsedArgs<T> {
   try {
     return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (error) {

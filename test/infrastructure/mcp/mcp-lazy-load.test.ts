@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT, type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
+import { SOURCE_CLI, type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
@@ -53,7 +53,7 @@ describe('what a run loads', () => {
       [
         '--import',
         join(sandbox.dir, 'log-packages.mjs'),
-        join(ROOT, 'bin/fabric.mjs'),
+        SOURCE_CLI,
         'run',
         '--specialist',
         'units',

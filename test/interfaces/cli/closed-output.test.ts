@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { makeSandbox, ROOT, type Sandbox, testEnv } from '../../support/fabric-cli.ts';
+import { makeSandbox, SOURCE_CLI, type Sandbox, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 
@@ -29,7 +29,7 @@ describe('fabric run whose stdout or stderr is closed by the reader', () => {
 
   async function pipeline(shellTail: string, extraArgs: string[] = []) {
     const args = ['run', '-s', 'units', '--config', sandbox.configPath, ...extraArgs, 'Convert 3 km'];
-    const quoted = [process.execPath, join(ROOT, 'bin/fabric.mjs'), ...args].map((a) => `'${a}'`).join(' ');
+    const quoted = [process.execPath, SOURCE_CLI, ...args].map((a) => `'${a}'`).join(' ');
     // pipefail: the status printed is fabric's own, not that of the reader.
     const shell = await execa(
       'bash',

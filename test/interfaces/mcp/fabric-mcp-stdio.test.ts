@@ -1,10 +1,9 @@
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../../src/domain/run-result.ts';
-import { ROOT, type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
+import { SOURCE_CLI, type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 
@@ -27,7 +26,7 @@ describe('fabric mcp, driven by the official SDK client over stdio', () => {
     });
     transport = new StdioClientTransport({
       command: process.execPath,
-      args: [join(ROOT, 'bin/fabric.mjs'), 'mcp', '--config', sandbox.configPath],
+      args: [SOURCE_CLI, 'mcp', '--config', sandbox.configPath],
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...testEnv(sandbox, server.url) },
       cwd: sandbox.dir,
       stderr: 'pipe',
