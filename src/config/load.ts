@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import { parse as parseYaml } from 'yaml';
 import { FabricError } from '../domain/errors.ts';
 import type { Environment } from './env.ts';
-import { FabricConfigSchema, type ParsedConfig } from './schema.ts';
+import { FabricConfigSchema, type ParsedConfig, type SpecialistConfig } from './schema.ts';
 import { normalizeLmStudioUrl, normalizeOllamaHost, parseLmStudioUrls } from './urls.ts';
 
 /** The shipped default config, used when no other is found. */
@@ -123,17 +123,22 @@ export async function buildConfig(
   }
   const parsed = applyEnvironment(result.output, env);
   const baseDir = dirname(source);
+  // SPEC §14: every path in the file is relative to the file. A runs directory the file does not
+  // name is `./runs` in the working directory (the shipped default config lies inside the
+  // installed package), and FABRIC_RUNS_DIR, like a flag, is relative to the working directory.
   const runsDir =
     env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== ''
       ? resolve(cwd, env.FABRIC_RUNS_DIR)
-      : resolve(cwd, parsed.runs_dir);
+      : (raw as { runs_dir?: unknown }).runs_dir === undefined
+        ? resolve(cwd, parsed.runs_dir)
+        : resolvePath(baseDir, parsed.runs_dir);
   await checkRunsDir(runsDir, source, env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== '');
   const specialists = Object.fromEntries(
     Object.entries(parsed.specialists).map(([name, spec]) => [
       name,
       {
         ...spec,
-        ...(spec.workspace === undefined ? {} : { workspace: resolvePath(baseDir, spec.workspace) }),
+        ...workspaceOf(spec, baseDir, cwd),
       },
     ]),
   );
@@ -186,6 +191,16 @@ function parseInterval(value: string): number {
     );
   }
   return seconds;
+}
+
+/**
+ * SPEC §14: the rust specialist with no workspace works on the code base the user is in. Other
+ * packs keep none unless configured: a workspace is copied whole by `replay --execute`, and the
+ * working directory may be a home directory.
+ */
+function workspaceOf(spec: SpecialistConfig, baseDir: string, cwd: string): { workspace?: string } {
+  if (spec.workspace !== undefined) return { workspace: resolvePath(baseDir, spec.workspace) };
+  return spec.builder === 'builtin:rust' ? { workspace: resolve(cwd) } : {};
 }
 
 function resolvePath(baseDir: string, path: string): string {

@@ -49,6 +49,26 @@ describe('loadConfig', () => {
     expect(Object.keys(flagged.specialists)).toEqual(['s3']);
   });
 
+  it('resolves every path in a config file against the file, runs_dir included', async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), 'fabric-cwd-'));
+    await writeFile(
+      join(dir, 'fabric.yaml'),
+      'runs_dir: ./out\nspecialists:\n  units: { builder: ./pack.ts#buildPack, workspace: ./ws }\n',
+    );
+    const config = await loadConfig({ cwd: elsewhere, configPath: join(dir, 'fabric.yaml'), env: {} });
+    expect(config.runs_dir).toBe(join(dir, 'out'));
+    expect(config.specialists.units?.workspace).toBe(join(dir, 'ws'));
+    await rm(elsewhere, { recursive: true, force: true });
+  });
+
+  it("defaults the runs directory and the rust specialist's workspace to the working directory", async () => {
+    const config = await loadConfig({ cwd: dir, env: {} });
+    expect(config.source).toBe(DEFAULT_CONFIG_PATH);
+    expect(config.runs_dir).toBe(join(dir, 'runs'));
+    expect(config.specialists.rust?.workspace).toBe(dir);
+    expect(config.specialists.research?.workspace).toBeUndefined();
+  });
+
   it('lets the environment override the file', async () => {
     await writeFile(join(dir, 'fabric.yaml'), 'llm: { lm_studio_urls: ["http://a:1"] }\nspecialists: {}\n');
     const config = await loadConfig({
