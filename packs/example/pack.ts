@@ -6,10 +6,11 @@
  *       builder: ./packs/example/pack.ts#buildPack
  *
  * A pack builder gets the specialist's config and returns a pack: a system prompt, tools and a
- * `finish_task` schema. Copy this file to start your own.
+ * `finish_task` schema. Everything comes from `agent-fabric` (valibot too, as `v`), so the file
+ * needs no package.json or node_modules of its own. Copy it to start your own, or run
+ * `fabric init` (docs/packs.md).
  */
-import * as v from 'valibot';
-import { type PackBuilder, ToolError, createStaticPack, defineFinish, defineTool } from '../../src/index.ts';
+import { ToolError, createStaticPack, defineFinish, definePack, defineTool, v } from 'agent-fabric';
 
 /** Metres per unit, for lengths. */
 const LENGTHS: Readonly<Record<string, number>> = {
@@ -55,7 +56,7 @@ const finish = defineFinish(
 );
 
 /** Builds the units pack. */
-export const buildPack: PackBuilder = (context) =>
+export const buildPack = definePack((context) =>
   createStaticPack({
     name: context.specialist,
     systemPrompt:
@@ -63,7 +64,8 @@ export const buildPack: PackBuilder = (context) =>
       'When you have the answer, call finish_task with a summary and the answer.',
     finish,
     tools: [convert],
-  });
+  }),
+);
 
 function round(value: number): number {
   return Math.round(value * 1e6) / 1e6;

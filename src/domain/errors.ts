@@ -18,8 +18,27 @@ export type FabricErrorCode =
   | 'workspace_busy'
   | 'internal';
 
+// One identity across copies of the package (SPEC §14): a pack that imported another copy of
+// agent-fabric (its own node_modules, a bundle, the sources beside the build) throws errors the
+// runtime still recognises. `instanceof` checks a brand registered with Symbol.for, which every
+// copy shares, instead of the prototype chain, which each copy has its own of.
+const FABRIC_ERROR: unique symbol = Symbol.for('agent-fabric.FabricError');
+const TOOL_ERROR: unique symbol = Symbol.for('agent-fabric.ToolError');
+
+function branded(value: unknown, brand: symbol): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+}
+
 /** The one error class of the fabric: a stable `code`, a message that says what to do, and the cause. */
 export class FabricError extends Error {
+  /** True for a FabricError of any copy of the package; a subclass checks its prototype as usual. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` was asked about.
+    if (this !== FabricError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return branded(value, FABRIC_ERROR);
+  }
+
+  readonly [FABRIC_ERROR] = true;
   readonly code: FabricErrorCode;
   readonly details: Readonly<Record<string, unknown>>;
 
@@ -40,6 +59,14 @@ export class FabricError extends Error {
  * tool result. `securityEvent` is set when the refusal is a sandbox decision to be logged.
  */
 export class ToolError extends Error {
+  /** True for a ToolError of any copy of the package; a subclass checks its prototype as usual. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` was asked about.
+    if (this !== ToolError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return branded(value, TOOL_ERROR);
+  }
+
+  readonly [TOOL_ERROR] = true;
   readonly securityEvent: SecurityEventDetails | undefined;
 
   constructor(message: string, options: { cause?: unknown; securityEvent?: SecurityEventDetails } = {}) {

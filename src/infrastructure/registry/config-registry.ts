@@ -1,6 +1,5 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type {
   FabricSettings,
   PackBuilder,
@@ -11,6 +10,7 @@ import type {
 import type { SpecialistConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { checkWorkspace } from './check-workspace.ts';
+import { importPackModule } from './import-pack-module.ts';
 
 /** Built-in pack builders by name (`builtin:<name>`), imported only when used. */
 export type BuiltinPacks = Readonly<Record<string, () => Promise<PackBuilder>>>;
@@ -142,7 +142,7 @@ export class ConfigRegistry implements SpecialistRegistry {
     }
     let module: Record<string, unknown>;
     try {
-      module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+      module = await importPackModule(path);
     } catch (error) {
       throw new FabricError(
         'pack_load_failed',
