@@ -54,3 +54,31 @@ export interface ExpectChecks {
 export interface BatteryRecorder {
   cellEnded(result: CellResult): Promise<void>;
 }
+
+/** A battery's row in the control plane (`control.batteries`). */
+export interface BatteryRow {
+  readonly id: string;
+  readonly name: string;
+  readonly specialist: string;
+  /** The battery file it came from. */
+  readonly file: string;
+  readonly models: readonly string[];
+  readonly started_at: string;
+  readonly ended_at: string | null;
+  readonly status: 'running' | 'interrupted' | 'done';
+}
+
+/**
+ * The control plane's `control.batteries` and `control.battery_cells`, written best-effort as
+ * cells end: a database that is off never stops a battery (its state file is the record).
+ */
+export interface BatterySink {
+  recordBattery(row: BatteryRow): Promise<void>;
+  recordBatteryCell(batteryId: string, cell: CellResult): Promise<void>;
+}
+
+/** Whether a control store also keeps batteries (an optional capability of the store). */
+export function isBatterySink(store: unknown): store is BatterySink {
+  const sink = store as Partial<BatterySink> | null;
+  return typeof sink?.recordBattery === 'function' && typeof sink.recordBatteryCell === 'function';
+}

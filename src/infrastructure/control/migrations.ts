@@ -95,6 +95,43 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 4,
+    name: 'batteries, battery_cells: one row per battery, one per cell (task × model × repeat)',
+    statements: [
+      `create table control.batteries (
+        id text primary key,
+        name text not null,
+        specialist text not null,
+        file text,
+        models jsonb not null default '[]',
+        started_at timestamptz,
+        ended_at timestamptz,
+        status text not null,
+        updated_at timestamptz not null default now()
+      )`,
+      `create table control.battery_cells (
+        battery_id text not null,
+        task text not null,
+        model text not null,
+        repeat integer not null,
+        status text not null,
+        passed boolean not null,
+        failed_check text,
+        error text,
+        run_id text,
+        steps integer not null default 0,
+        tokens integer not null default 0,
+        seconds double precision,
+        checks jsonb not null default '[]',
+        started_at timestamptz,
+        ended_at timestamptz,
+        updated_at timestamptz not null default now(),
+        primary key (battery_id, task, model, repeat)
+      )`,
+      'create index batteries_started_at_idx on control.batteries (started_at desc)',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

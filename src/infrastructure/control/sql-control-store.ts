@@ -12,9 +12,12 @@ import type {
   TimeWindow,
   UsageRow,
 } from '../../application/control-ports.ts';
+import type { BatteryRow, BatterySink } from '../../application/battery/battery-ports.ts';
+import type { CellResult } from '../../application/battery/battery-types.ts';
 import type { DaemonTaskSink } from '../../application/daemon/daemon-ports.ts';
 import type { DaemonTaskRecord } from '../../application/daemon/daemon-state.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { queryBattery, queryBatteryCells, upsertBattery, upsertBatteryCell } from './battery-rows.ts';
 import { queryDaemonTasks, upsertDaemonTask } from './daemon-tasks.ts';
 import { queryCallTotals, queryHealth, queryInsights, queryUsage } from './export-queries.ts';
 import { markInterrupted } from './mark-interrupted.ts';
@@ -27,7 +30,7 @@ import { writeBatch } from './write-batch.ts';
  * The control store over any `SqlExecutor`. The Postgres and PGlite adapters differ only in
  * the executor they hand it, which is what keeps their SQL identical.
  */
-export class SqlControlStore implements ControlStore, DaemonTaskSink {
+export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySink {
   readonly kind: 'postgres' | 'pglite';
   readonly location: string;
   readonly #db: SqlExecutor;
@@ -50,6 +53,26 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink {
   /** A repository's rows of `control.daemon_tasks`. */
   daemonTasks(repo: string): Promise<Record<string, unknown>[]> {
     return queryDaemonTasks(this.#db, repo);
+  }
+
+  /** `control.batteries` (SPEC §12): a battery's row, rewritten as it starts and ends. */
+  recordBattery(row: BatteryRow): Promise<void> {
+    return upsertBattery(this.#db, row);
+  }
+
+  /** `control.battery_cells`: a cell's row, written as it ends. */
+  recordBatteryCell(batteryId: string, cell: CellResult): Promise<void> {
+    return upsertBatteryCell(this.#db, batteryId, cell);
+  }
+
+  /** A battery's row of `control.batteries`, or null. */
+  battery(id: string): Promise<Record<string, unknown> | null> {
+    return queryBattery(this.#db, id);
+  }
+
+  /** A battery's rows of `control.battery_cells`. */
+  batteryCells(id: string): Promise<Record<string, unknown>[]> {
+    return queryBatteryCells(this.#db, id);
   }
 
   write(batch: ControlBatch): Promise<ControlWriteCounts> {

@@ -23,6 +23,7 @@ import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.
 import { systemClock } from '../../infrastructure/runlog/stamp.ts';
 import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
 import type { Fabric } from '../compose.ts';
+import { BatteryControlRows } from './battery-control-rows.ts';
 import { batteryWorkspace, checkBattery, specialistSandbox } from './check-battery.ts';
 
 /** What starts a battery: a file, or the id of one to resume (its file is then optional). */
@@ -138,15 +139,37 @@ export class BatterySession {
     return summarizeBattery(this.plan, this.#cells, reason);
   }
 
-  /** Runs the cells not done; the state file is written before the first cell and after each one. */
+  /** `running` until `run` ends; then `done`, or `interrupted` (resumable). */
+  get status(): BatteryState['status'] {
+    return this.#status;
+  }
+
+  /**
+   * Runs the cells not done; the state file is written before the first cell and after each one,
+   * and the control plane's rows (best-effort) as the battery starts, as cells end and at its end.
+   */
   async run(signal: AbortSignal, listener: BatteryListener = {}): Promise<BatteryOutcome> {
+    this.#status = 'running';
     await this.#save();
+    const rows = new BatteryControlRows(this.#fabric.controlStore());
+    const row = (ended: boolean) => ({
+      id: this.plan.id,
+      name: this.plan.name,
+      specialist: this.plan.specialist,
+      file: this.file,
+      models: this.plan.models,
+      started_at: this.#createdAt,
+      ended_at: ended ? systemClock.now().toISOString() : null,
+      status: this.#status,
+    });
+    rows.battery(row(false));
     const workspaces = new WorkspaceCopies(this.plan.workspace ?? '.', [this.#fabric.config.runs_dir]);
     const specialist = this.#fabric.registry.config(this.plan.specialist);
     const recorder: BatteryRecorder = {
       cellEnded: async (result) => {
         this.#cells = [...this.#cells.filter((c) => !sameCell(c, result)), result];
         await this.#save();
+        rows.cell(this.plan.id, result);
       },
     };
     try {
@@ -173,9 +196,11 @@ export class BatterySession {
       );
       this.#status = outcome.interrupted ? 'interrupted' : 'done';
       await this.#save();
+      rows.battery(row(true));
       return outcome;
     } finally {
       await workspaces.close();
+      await rows.settled();
     }
   }
 

@@ -1,12 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { isBatterySink } from '../../../src/application/battery/battery-ports.ts';
+import type { CellResult } from '../../../src/application/battery/battery-types.ts';
 import type { ControlStore } from '../../../src/application/control-ports.ts';
 import type { ProcessLiveness } from '../../../src/application/process-liveness.ts';
 import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
 import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
 import { buildExports, exportAll } from '../../../src/infrastructure/control/exports.ts';
 import { SCHEMA_VERSION } from '../../../src/infrastructure/control/migrations.ts';
+import { SqlControlStore } from '../../../src/infrastructure/control/sql-control-store.ts';
 import { syncRunlogs } from '../../../src/infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
 import { lacksToolsRun, succeededRun, tempRunsDir, unavailableRun, writeRunlog } from './fixtures.ts';
@@ -561,6 +564,90 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
           reason: 'no_calls',
           db_off: false,
         });
+      });
+    });
+
+    it('keeps a battery and one row per cell, rewritten idempotently as cells end', async () => {
+      await withStore(harness(), async (store) => {
+        expect(isBatterySink(store)).toBe(true);
+        if (!isBatterySink(store) || !(store instanceof SqlControlStore)) return;
+        const id = `bat-contract-${Math.random().toString(36).slice(2, 8)}`;
+        const row = {
+          id,
+          name: 'units-basics',
+          specialist: 'units',
+          file: '/tmp/battery.yaml',
+          models: ['lab/alpha-7b', 'lab/ghost-1b'],
+          started_at: '2034-01-01T10:00:00.000Z',
+          ended_at: null,
+          status: 'running' as const,
+        };
+        await store.recordBattery(row);
+        const cell: CellResult = {
+          task: 'km-to-mi',
+          model: 'lab/alpha-7b',
+          repeat: 1,
+          status: 'max_steps',
+          passed: false,
+          failed_check: 'status',
+          error: 'expected succeeded, the run ended max_steps\u0000',
+          run_id: 'run-1',
+          steps: 3,
+          tokens: 420,
+          seconds: 1.25,
+          checks: [{ check: 'status', outcome: 'failed', message: 'expected succeeded' }],
+          started_at: '2034-01-01T10:00:01.000Z',
+          ended_at: '2034-01-01T10:00:02.250Z',
+        };
+        await store.recordBatteryCell(id, cell);
+        await store.recordBatteryCell(id, {
+          ...cell,
+          model: 'lab/ghost-1b',
+          status: 'not_run',
+          failed_check: 'run',
+          error: 'No backend has the model',
+          run_id: null,
+          steps: 0,
+          tokens: 0,
+          checks: [],
+        });
+        // A resumed battery runs the cell again: the same row, now with its latest result.
+        await store.recordBatteryCell(id, {
+          ...cell,
+          status: 'succeeded',
+          passed: true,
+          failed_check: null,
+          error: null,
+          run_id: 'run-2',
+        });
+        await store.recordBattery({ ...row, status: 'done', ended_at: '2034-01-01T10:01:00.000Z' });
+
+        expect(await store.battery(id)).toMatchObject({
+          id,
+          name: 'units-basics',
+          models: ['lab/alpha-7b', 'lab/ghost-1b'],
+          status: 'done',
+        });
+        expect(new Date((await store.battery(id))?.ended_at as string).toISOString()).toBe(
+          '2034-01-01T10:01:00.000Z',
+        );
+        const cells = await store.batteryCells(id);
+        expect(cells).toHaveLength(2);
+        expect(cells[0]).toMatchObject({
+          task: 'km-to-mi',
+          model: 'lab/alpha-7b',
+          repeat: 1,
+          status: 'succeeded',
+          passed: true,
+          failed_check: null,
+          run_id: 'run-2',
+          steps: 3,
+          tokens: 420,
+          seconds: 1.25,
+          checks: [{ check: 'status', outcome: 'failed', message: 'expected succeeded' }],
+        });
+        expect(cells[1]).toMatchObject({ model: 'lab/ghost-1b', status: 'not_run', run_id: null });
+        expect(await store.battery('bat-none')).toBeNull();
       });
     });
 

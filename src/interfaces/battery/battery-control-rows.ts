@@ -1,0 +1,49 @@
+/**
+ * A battery's rows in the control plane (SPEC §7, §12), written best-effort in the background:
+ * in order (the battery's row before its cells), never awaited by a cell, and a store that
+ * fails, hangs or is off never fails the battery — its state file is the record.
+ */
+import { type BatteryRow, type BatterySink, isBatterySink } from '../../application/battery/battery-ports.ts';
+import type { CellResult } from '../../application/battery/battery-types.ts';
+
+/** How long the end of a battery waits for its last rows. */
+const SETTLE_MS = 5000;
+
+/** Queues a battery's rows for the process's control store, if it keeps batteries. */
+export class BatteryControlRows {
+  readonly #sink: Promise<BatterySink | null>;
+  #queue: Promise<void> = Promise.resolve();
+
+  /** `store`: the process's control store (null when off); a store that fails to open is off. */
+  constructor(store: Promise<unknown>) {
+    this.#sink = store.then(
+      (opened) => (isBatterySink(opened) ? opened : null),
+      () => null,
+    );
+  }
+
+  battery(row: BatteryRow): void {
+    this.#enqueue((sink) => sink.recordBattery(row));
+  }
+
+  cell(batteryId: string, result: CellResult): void {
+    this.#enqueue((sink) => sink.recordBatteryCell(batteryId, result));
+  }
+
+  /** Resolves once what is queued is written, or after `timeoutMs`; never rejects. */
+  async settled(timeoutMs = SETTLE_MS): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([this.#queue, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  #enqueue(write: (sink: BatterySink) => Promise<void>): void {
+    this.#queue = this.#queue.then(async () => {
+      const sink = await this.#sink;
+      // `fabric control sync` does not rebuild these rows; the next write of the row does.
+      if (sink !== null) await write(sink).catch(() => {});
+    });
+  }
+}
