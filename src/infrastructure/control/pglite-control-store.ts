@@ -28,6 +28,7 @@ class PgliteExecutor implements SqlExecutor {
     { resolve: (rows: unknown[]) => void; reject: (error: Error) => void }
   >();
   #closed = false;
+  readonly #initializing = new AbortController();
 
   constructor(dataDir: string) {
     this.#dataDir = dataDir;
@@ -57,6 +58,8 @@ class PgliteExecutor implements SqlExecutor {
 
   async close(): Promise<void> {
     this.#closed = true;
+    // A data directory still being created is given up: the process is going away.
+    this.#initializing.abort();
     const starting = this.#worker;
     this.#worker = null;
     if (starting === null) return;
@@ -116,7 +119,7 @@ class PgliteExecutor implements SqlExecutor {
   async #spawn(): Promise<{ worker: Worker; release: () => Promise<void> }> {
     const release = await acquireLock(`${this.#dataDir}.lock`);
     try {
-      await ensureDataDir(this.#dataDir);
+      await ensureDataDir(this.#dataDir, this.#initializing.signal);
     } catch (error) {
       await release();
       throw error;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
@@ -11,24 +11,39 @@ const INIT_TIMEOUT_MS = 180_000;
  * process that exits afterwards, so that the one-time memory peak of initdb (~800 MB) is not
  * held by a long-lived server (issue 11: a reopened store peaks near 220 MB). Under Deno, or
  * when the runtime cannot be started again, the worker creates the directory itself on open.
- * Call with the directory's lock held.
+ * Call with the directory's lock held. `signal` stops the child (the store is closing).
  */
-export async function ensureDataDir(dataDir: string): Promise<void> {
+export async function ensureDataDir(dataDir: string, signal?: AbortSignal): Promise<void> {
   if (await exists(join(dataDir, 'PG_VERSION'))) return;
   if ((globalThis as { Deno?: unknown }).Deno !== undefined) return;
   const script = fileURLToPath(new URL('./pglite-init.mjs', import.meta.url));
-  await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, [script, dataDir], { timeout: INIT_TIMEOUT_MS }, (error, _stdout, stderr) => {
-      if (error === null) resolve();
-      else
-        reject(
-          new Error(
-            `Could not create the embedded control database in ${dataDir}: ${stderr.trim() || error.message}`,
-            { cause: error },
-          ),
-        );
+  // Created beside the real place and moved in whole: a creation that is stopped or fails
+  // leaves no half-made data directory for the next open to take for a database.
+  const pending = `${dataDir}.creating-${process.pid}`;
+  await rm(pending, { recursive: true, force: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        [script, pending],
+        { timeout: INIT_TIMEOUT_MS, ...(signal === undefined ? {} : { signal }) },
+        (error, _stdout, stderr) => {
+          if (error === null) resolve();
+          else
+            reject(
+              new Error(
+                `Could not create the embedded control database in ${dataDir}: ${stderr.trim() || error.message}`,
+                { cause: error },
+              ),
+            );
+        },
+      );
     });
-  });
+    await rm(dataDir, { recursive: true, force: true });
+    await rename(pending, dataDir);
+  } finally {
+    await rm(pending, { recursive: true, force: true });
+  }
 }
 
 async function exists(path: string): Promise<boolean> {
