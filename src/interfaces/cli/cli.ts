@@ -48,6 +48,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'run the same tasks with several models and compare them (a matrix, --json, --report)',
     run: async (argv, io) => (await import('./commands/battery.ts')).batteryCommand(argv, io),
   },
+  init: {
+    summary: 'write a starter fabric.yaml and custom pack in the working directory, ready to run',
+    run: async (argv, io) => (await import('./commands/init.ts')).initCommand(argv, io),
+  },
   serve: {
     summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
     run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),

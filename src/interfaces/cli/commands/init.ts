@@ -1,0 +1,120 @@
+import { access, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FabricError } from '../../../domain/errors.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const INIT_HELP = `Usage: fabric init [--pack NAME] [--force] [--json]
+
+Writes, in the working directory, a starter config (fabric.yaml) and a custom pack
+(NAME.pack.ts; default NAME: units, a unit converter to change into your own), ready to run:
+
+  fabric init
+  fabric run --specialist units "Convert 3 km to miles"
+  fabric run --specialist rust "…"        # works on the crate in this directory
+
+The pack imports everything from agent-fabric and needs no package.json of its own; on Deno
+run the fabric with the package's deno.json (docs/packs.md). Existing files are left alone
+unless --force.
+`;
+
+/** The example pack the package ships; the starter pack is a copy of it. */
+const EXAMPLE_PACK = new URL('../../../../packs/example/pack.ts', import.meta.url);
+
+/** `fabric init`: a starter fabric.yaml and custom pack in the working directory. */
+export async function initCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('init', argv, {
+    pack: { type: 'string' },
+    force: { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(INIT_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0)
+    throw new FabricError('usage', `fabric init takes no arguments (got "${positionals[0]}"). See --help.`);
+  const name = values.pack ?? 'units';
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(name)) {
+    throw new FabricError(
+      'usage',
+      `--pack ${JSON.stringify(name)}: a pack name is lower-case letters, digits, - and _, starting with a letter.`,
+    );
+  }
+  const packFile = `${name}.pack.ts`;
+  const files = [
+    { path: join(io.cwd, 'fabric.yaml'), text: starterConfig(name, packFile) },
+    { path: join(io.cwd, packFile), text: starterPack(await readFile(EXAMPLE_PACK, 'utf8'), name, packFile) },
+  ];
+  if (!values.force) {
+    const existing = [];
+    for (const file of files) if (await exists(file.path)) existing.push(file.path);
+    if (existing.length > 0) {
+      throw new FabricError(
+        'usage',
+        `${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}; nothing was written. ` +
+          'Use --force to replace, or run fabric init in another directory.',
+      );
+    }
+  }
+  for (const file of files) await writeFile(file.path, file.text);
+  if (values.json) {
+    io.stdout.write(
+      `${JSON.stringify({ config: files[0]?.path, pack: files[1]?.path, specialist: name })}\n`,
+    );
+    return EXIT.ok;
+  }
+  io.stdout.write(
+    `Wrote fabric.yaml and ${packFile}. Try:\n\n` +
+      `  fabric specialists\n  fabric run --specialist ${name} "Convert 3 km to miles"\n\n` +
+      `Edit ${packFile} to make the pack your own (docs/packs.md).\n`,
+  );
+  return EXIT.ok;
+}
+
+function starterConfig(name: string, packFile: string): string {
+  return `# agent-fabric config, written by \`fabric init\`. Paths are relative to this file.
+# Every key: the shipped config/fabric.yaml in the package, and the README.
+version: 1
+# runs_dir: ./runs           # unset: ./runs in the working directory
+
+llm:
+  lm_studio_urls: [http://localhost:1234]   # LM_STUDIO_URL overrides (comma-separated)
+  ollama_url: http://localhost:11434        # OLLAMA_HOST overrides
+
+specialists:
+  ${name}:
+    description: A custom pack (${packFile}); edit it to make it yours
+    builder: ./${packFile}#buildPack
+
+  rust:
+    description: Rust compositor engineer in a sandboxed workspace (default the working directory)
+    builder: builtin:rust
+    sandbox:
+      allowed_commands: [cargo check, cargo build, cargo test, cargo clippy, cargo fmt]
+      timeout_s: 300
+
+  research:
+    description: Web research with cited answers
+    builder: builtin:research
+    network_allowed: true
+`;
+}
+
+function starterPack(example: string, name: string, packFile: string): string {
+  return example
+    .replace(
+      'An example custom pack: a units specialist. It is added',
+      'A custom pack written by `fabric init`, a unit converter to make your own. It is added',
+    )
+    .replace(' *     units:\n', ` *     ${name}:\n`)
+    .replace('./packs/example/pack.ts#buildPack', `./${packFile}#buildPack`);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,174 @@
+import { existsSync } from 'node:fs';
+import { appendFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunResult } from '../../src/domain/run-result.ts';
+import { parseRunlog } from '../../src/infrastructure/runlog/parse-runlog.ts';
+import { DENO, ROOT } from '../support/fabric-cli.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { CONVERSION_SCRIPT } from '../support/scripts.ts';
+
+// SPEC §14, as a new user meets it: the tarball `npm pack` makes, installed into an empty prefix,
+// used from an empty directory outside the repository, on Node and on Deno. `npm test` builds
+// dist/ first; the pack skips its prepack build so the test packs what the suite just tested.
+
+const MODEL = 'qwen/qwen3-coder-30b';
+let work: string;
+let prefix: string;
+let pkg: string;
+
+beforeAll(async () => {
+  if (!existsSync(join(ROOT, 'dist/index.js')))
+    throw new Error('dist/ is missing: run `npm run build` first');
+  work = await mkdtemp(join(tmpdir(), 'fabric-install-'));
+  prefix = join(work, 'prefix');
+  const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+    cwd: ROOT,
+  });
+  const tarball = join(work, (JSON.parse(packed.stdout) as { filename: string }[])[0]?.filename ?? '');
+  // The registry's packages come from npm's cache when it has them (the repository's own install).
+  await execa(
+    'npm',
+    ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball],
+    { cwd: work },
+  );
+  pkg = join(prefix, 'lib/node_modules/agent-fabric');
+}, 180_000);
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** The installed `fabric` on each runtime, as the README tells a user to start it. */
+function command(runtime: 'node' | 'deno'): [string, string[]] {
+  if (runtime === 'node') return [join(prefix, 'bin/fabric'), []];
+  return [DENO, ['run', '-A', '--quiet', '--config', join(pkg, 'deno.json'), join(pkg, 'bin/fabric.mjs')]];
+}
+
+describe('the packed and installed package', () => {
+  it('ships the build, the default config, the example compositor, the docs and the licence, and no sources', () => {
+    for (const file of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'config/fabric.yaml',
+      'examples/compositor/Cargo.toml',
+      'examples/compositor/src/region.rs',
+      'docs/packs.md',
+      'LICENSE',
+      'deno.json',
+    ])
+      expect(existsSync(join(pkg, file)), file).toBe(true);
+    expect(existsSync(join(pkg, 'src'))).toBe(false);
+    expect(existsSync(join(pkg, 'examples/compositor/target'))).toBe(false);
+  });
+
+  for (const runtime of ['node', 'deno'] as const) {
+    describe(`used on ${runtime} from an empty directory`, () => {
+      let dir: string;
+      let server: FakeLlmServer | undefined;
+      const [bin, prefixArgs] = [() => command(runtime)[0], () => command(runtime)[1]];
+      const env = (url: string) => ({
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        LM_STUDIO_URL: url,
+        OLLAMA_HOST: '127.0.0.1:9',
+        NO_COLOR: '1',
+      });
+      const fabric = (args: string[], url = 'http://127.0.0.1:9') =>
+        execa(bin(), [...prefixArgs(), ...args], {
+          cwd: dir,
+          env: env(url),
+          extendEnv: false,
+          reject: false,
+          stdin: 'ignore',
+        });
+
+      beforeAll(async () => {
+        dir = await mkdtemp(join(tmpdir(), `fabric-user-${runtime}-`));
+      });
+      afterAll(async () => {
+        await server?.stop();
+        await rm(dir, { recursive: true, force: true });
+      });
+
+      it('writes a starter config and custom pack with fabric init, and runs the pack at once', async () => {
+        const init = await fabric(['init']);
+        expect(init.exitCode, init.stderr).toBe(0);
+        // The control plane has tests of its own; here it would only boot a database per runtime.
+        await appendFile(join(dir, 'fabric.yaml'), 'control: { enabled: false }\n');
+        server = await startFakeLlmServer({
+          flavor: 'lm_studio',
+          models: [{ id: MODEL, toolUse: true }],
+          script: CONVERSION_SCRIPT,
+        });
+        const run = await fabric(
+          ['run', '--specialist', 'units', '--json', 'Convert 3 km to miles'],
+          server.url,
+        );
+        expect(run.exitCode, run.stderr).toBe(0);
+        const result = JSON.parse(run.stdout) as RunResult;
+        expect(result).toMatchObject({ status: 'succeeded', payload: { answer: '1.864114 mi' } });
+        expect(result.runlog.startsWith(join(dir, 'runs'))).toBe(true);
+        await server.stop();
+        server = undefined;
+      });
+
+      it('runs the rust specialist on the crate in the working directory', async () => {
+        await cp(join(pkg, 'examples/compositor'), dir, { recursive: true });
+        server = await startFakeLlmServer({
+          flavor: 'lm_studio',
+          models: [{ id: MODEL, toolUse: true }],
+          script: [
+            { reply: { toolCalls: [{ name: 'list_files', arguments: {} }] } },
+            { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Looked around.' } }] } },
+          ],
+        });
+        const run = await fabric(['run', '--specialist', 'rust', '--json', 'Look around'], server.url);
+        expect(run.exitCode, run.stderr).toBe(0);
+        const result = JSON.parse(run.stdout) as RunResult;
+        expect(result.status).toBe('succeeded');
+        const events = parseRunlog(await readFile(result.runlog, 'utf8'), result.runlog).events;
+        expect(events[0]).toMatchObject({ kind: 'run_start', workspace: dir });
+        expect(JSON.stringify(events.find((event) => event.kind === 'tool_result'))).toContain('Cargo.toml');
+        await server.stop();
+        server = undefined;
+      }, 120_000);
+
+      it('serves its specialists and runs over MCP on stdio', async () => {
+        server = await startFakeLlmServer({
+          flavor: 'lm_studio',
+          models: [{ id: MODEL, toolUse: true }],
+          script: CONVERSION_SCRIPT,
+        });
+        const transport = new StdioClientTransport({
+          command: bin(),
+          args: [...prefixArgs(), 'mcp'],
+          env: env(server.url),
+          cwd: dir,
+          stderr: 'pipe',
+        });
+        const client = new Client({ name: 'install-test', version: '1.0.0' });
+        await client.connect(transport);
+        try {
+          const specialists = await client.callTool({ name: 'list_specialists', arguments: {} });
+          const names = (
+            specialists.structuredContent as { specialists: { name: string }[] }
+          ).specialists.map((s) => s.name);
+          expect(names).toEqual(expect.arrayContaining(['units', 'rust', 'research']));
+          const result = await client.callTool(
+            { name: 'run_task', arguments: { specialist: 'units', task: 'Convert 3 km to miles' } },
+            undefined,
+            { timeout: 60_000 },
+          );
+          expect(result.structuredContent).toMatchObject({ status: 'succeeded' });
+        } finally {
+          await client.close();
+        }
+      });
+    });
+  }
+});
