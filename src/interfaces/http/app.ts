@@ -10,6 +10,7 @@ import { daemonRoutes } from './routes-daemon.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
 import { httpStatusFor } from './status.ts';
+import { viewerRoutes } from './viewer/routes-viewer.ts';
 
 // A task is prose, not a data set; this bounds what one request can make the server hold.
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -55,6 +56,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
 
   // A server on loopback is reachable by web pages too; without a token, Host and Origin are its guard.
   app.use('*', originGuard(!deps.requireToken));
+  // The run viewer's pages come before the bearer check: they sign in with a form or a cookie.
+  app.route('/', viewerRoutes({ fabric: deps.fabric, hub, token: deps.token, nav: { daemon: false } }));
   app.use('*', bearerAuth(deps.token));
   app.use(
     '/v1/*',

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { ApiError } from './api-error.ts';
+import { hasViewerCookie } from './viewer/viewer-cookie.ts';
 
 /** What the auth middleware tells the routes. */
 export interface AuthVariables {
@@ -24,7 +25,10 @@ export function bearerAuth(token: string | undefined): MiddlewareHandler<{ Varia
       return next();
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
-    const authorized = match?.[1] !== undefined && (await sameSecret(match[1], token));
+    // The run viewer's cookie stands for the header on reads (its page's EventSource, downloads).
+    const authorized =
+      (match?.[1] !== undefined && (await sameSecret(match[1], token))) ||
+      (await hasViewerCookie(c.req.method, c.req.header('cookie'), token));
     c.set('authorized', authorized);
     if (authorized || (c.req.method === 'GET' && c.req.path === '/v1/health')) return next();
     c.header('WWW-Authenticate', 'Bearer realm="agent-fabric"');
@@ -63,7 +67,7 @@ function hostOf(origin: string): string | undefined {
 }
 
 /** Compares two secrets in time that depends on neither: both are hashed, then every byte is compared. */
-async function sameSecret(given: string, expected: string): Promise<boolean> {
+export async function sameSecret(given: string, expected: string): Promise<boolean> {
   const encoder = new TextEncoder();
   const [a, b] = await Promise.all([
     crypto.subtle.digest('SHA-256', encoder.encode(given)),

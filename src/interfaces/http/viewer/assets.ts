@@ -1,0 +1,149 @@
+/**
+ * The viewer's stylesheet and its one script, served by the server itself (`/viewer/…`): no
+ * build step, no CDN. Kept as strings in a module so the compiled package carries them with
+ * the code. The script only inserts markup the server rendered (and escaped).
+ */
+
+/** `/viewer/style.css`: light and dark (prefers-color-scheme), readable at phone width, visible focus. */
+export const STYLE_CSS = `
+:root { color-scheme: light dark; --bg: #fff; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de;
+  --panel: #f6f8fa; --link: #0550ae; --add-bg: #dafbe1; --add-fg: #116329; --del-bg: #ffebe9;
+  --del-fg: #a40e26; --warn: #7d4e00; --bad: #a40e26; --good: #116329; --focus: #0969da; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --line: #3d444d; --panel: #161b22;
+    --link: #4493f8; --add-bg: #12361f; --add-fg: #7ee2a8; --del-bg: #3c1618; --del-fg: #ffa198;
+    --warn: #e3b341; --bad: #ff7b72; --good: #56d364; --focus: #4493f8; }
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
+a { color: var(--link); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.skip { position: absolute; left: -999px; top: 0; background: var(--panel); padding: .5em 1em; }
+.skip:focus { left: .5em; z-index: 2; }
+header { border-bottom: 1px solid var(--line); padding: .5em 1em; display: flex; gap: 1em;
+  align-items: baseline; flex-wrap: wrap; }
+header .brand { font-weight: 600; }
+main { padding: 1em; max-width: 72rem; margin: 0 auto; }
+main:focus { outline: none; }
+h1 { font-size: 1.3em; margin: .2em 0 .6em; overflow-wrap: anywhere; }
+code, pre, .mono { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre { margin: .3em 0; padding: .5em .7em; background: var(--panel); border: 1px solid var(--line);
+  border-radius: 6px; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+form.filters { display: flex; flex-wrap: wrap; gap: .6em 1em; align-items: end; margin-bottom: 1em; }
+form.filters label { display: flex; flex-direction: column; font-size: .9em; color: var(--muted); }
+select, input, button { font: inherit; color: inherit; background: var(--bg);
+  border: 1px solid var(--line); border-radius: 6px; padding: .3em .5em; }
+button { cursor: pointer; background: var(--panel); }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .4em .6em; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-size: .85em; color: var(--muted); font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td .task { display: block; color: var(--muted); font-size: .9em; max-width: 40ch;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.status { font-weight: 600; white-space: nowrap; }
+.status-succeeded { color: var(--good); }
+.status-failed, .status-interrupted { color: var(--bad); }
+.status-max_steps, .status-cancelled, .status-running { color: var(--warn); }
+.pager { display: flex; gap: 1em; margin-top: 1em; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: 0 0 1em; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.links { display: flex; gap: 1em; flex-wrap: wrap; margin: .5em 0 1em; }
+ol.timeline { list-style: none; padding: 0; margin: 0; }
+ol.timeline > li { border-left: 3px solid var(--line); padding: .3em 0 .3em .8em; margin: 0 0 .4em; }
+ol.timeline > li.step { border-left-color: var(--focus); margin-top: 1em; font-weight: 600; }
+ol.timeline > li.bad { border-left-color: var(--bad); }
+ol.timeline > li.warn { border-left-color: var(--warn); }
+ol.timeline > li.good { border-left-color: var(--good); }
+.kind { font-weight: 600; }
+.meta { color: var(--muted); font-size: .9em; }
+pre.diff { padding: .4em 0; }
+pre.diff span { display: block; padding: 0 .7em; }
+pre.diff .add { background: var(--add-bg); color: var(--add-fg); }
+pre.diff .del { background: var(--del-bg); color: var(--del-fg); }
+pre.diff .hunk { color: var(--muted); }
+pre.diff .file { font-weight: 600; }
+details > summary { cursor: pointer; color: var(--muted); }
+.notice { padding: .6em .8em; border: 1px solid var(--line); background: var(--panel); border-radius: 6px; }
+@media (max-width: 40rem) {
+  main { padding: .6em; }
+  th.wide, td.wide { display: none; }
+  dl.facts { grid-template-columns: 1fr; }
+}
+`;
+
+/**
+ * `/viewer/live.js`: a run page that is still going follows the run's SSE stream and, for each
+ * new event, asks the server for the rendered steps after the last one it shows; in the runs
+ * list, j/k move between runs (Enter opens one, as with any link).
+ */
+export const LIVE_JS = `'use strict';
+(function () {
+  var KINDS = ['run_start', 'llm_request', 'llm_response', 'llm_retry', 'tool_call_recovered',
+    'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'run_end'];
+  var main = document.getElementById('main');
+  if (main && main.getAttribute('data-live') === 'true') follow(main);
+  listKeys();
+
+  function follow(main) {
+    var id = main.getAttribute('data-run-id');
+    var last = Number(main.getAttribute('data-last-seq')) || 0;
+    var busy = false, again = false, ended = false;
+    var source = new EventSource('/v1/runs/' + encodeURIComponent(id) + '/events');
+    KINDS.forEach(function (kind) {
+      source.addEventListener(kind, function (message) {
+        var seq = Number(message.lastEventId);
+        if (kind === 'run_end') { ended = true; source.close(); }
+        if (seq > last || ended) refresh();
+      });
+    });
+    function refresh() {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch('/runs/' + encodeURIComponent(id) + '/after/' + last, { credentials: 'same-origin' })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (text) {
+          var doc = new DOMParser().parseFromString(text, 'text/html');
+          var summary = doc.getElementById('run-summary');
+          var current = document.getElementById('run-summary');
+          if (summary && current) current.replaceWith(document.adoptNode(summary));
+          var timeline = document.getElementById('timeline');
+          doc.querySelectorAll('#timeline > li').forEach(function (item) {
+            timeline.appendChild(document.adoptNode(item));
+          });
+          var fragment = doc.getElementById('fragment');
+          var next = fragment ? Number(fragment.getAttribute('data-last-seq')) : last;
+          if (next > last) last = next;
+          main.setAttribute('data-last-seq', String(last));
+          if (fragment && fragment.getAttribute('data-live') !== 'true') {
+            main.setAttribute('data-live', 'false');
+            source.close();
+          }
+        })
+        .catch(function () { /* the next event tries again */ })
+        .then(function () {
+          busy = false;
+          if (again) { again = false; refresh(); }
+        });
+    }
+  }
+
+  function listKeys() {
+    var links = Array.prototype.slice.call(document.querySelectorAll('a.run-link'));
+    if (links.length === 0) return;
+    document.addEventListener('keydown', function (event) {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      var target = event.target;
+      if (target && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(target.tagName)) return;
+      var step = event.key === 'j' || event.key === 'ArrowDown' ? 1 : event.key === 'k' || event.key === 'ArrowUp' ? -1 : 0;
+      if (step === 0) return;
+      var at = links.indexOf(document.activeElement);
+      var next = at < 0 ? (step > 0 ? 0 : links.length - 1) : Math.min(links.length - 1, Math.max(0, at + step));
+      links[next].focus();
+      event.preventDefault();
+    });
+  }
+})();
+`;

@@ -1,0 +1,60 @@
+import { type HtmlValue, type SafeHtml, html } from './html.ts';
+
+/** Where the pages link to, besides runs: only the views whose API routes exist. */
+export interface Nav {
+  readonly daemon: boolean;
+}
+
+/** A whole page: the skip link, the header's links, and `body` as the main content. */
+export function page(
+  title: string,
+  body: HtmlValue,
+  options: { readonly nav: Nav; readonly main?: Record<string, string> },
+): SafeHtml {
+  const attributes = Object.entries(options.main ?? {}).map(([name, value]) => html` ${name}="${value}"`);
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title} · agent-fabric</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/viewer/style.css">
+<script src="/viewer/live.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+<span class="brand">agent-fabric</span>
+<nav aria-label="Views"><a href="/">Runs</a>${options.nav.daemon ? html` · <a href="/daemon">Daemon</a>` : ''}</nav>
+</header>
+<main id="main" tabindex="-1"${attributes}>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** The status of a run as a word with its class (the word says it; colour only helps). */
+export function statusBadge(status: string): SafeHtml {
+  return html`<span class="status status-${status.replace(/[^a-z_]/g, '')}">${status}</span>`;
+}
+
+/** A duration in ms as a person reads it. */
+export function duration(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  return `${m} min ${Math.round(s - m * 60)} s`;
+}
+
+/** Text cut to `max` characters, saying how much was left out. */
+export function clip(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}\n… ${text.length - max} more characters (in the runlog)`;
+}

@@ -1,0 +1,167 @@
+import { type Context, Hono } from 'hono';
+import type { LivenessCheck, ProcessLiveness } from '../../../application/process-liveness.ts';
+import { buildTimeline } from '../../../application/replay-timeline.ts';
+import { FabricError, errorMessage } from '../../../domain/errors.ts';
+import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
+import type { Fabric } from '../../compose.ts';
+import { ApiError } from '../api-error.ts';
+import { sameSecret } from '../auth.ts';
+import { runIdParam } from '../bodies.ts';
+import type { RunHub } from '../run-hub.ts';
+import { LIVE_JS, STYLE_CSS } from './assets.ts';
+import type { SafeHtml } from './html.ts';
+import type { Nav } from './layout.ts';
+import { RunIndex, type RunQuery } from './run-index.ts';
+import { loginPage, problemPage, replayPage, runFragment, runPage } from './run-page.ts';
+import { LIST_STATUSES, runsPage } from './runs-page.ts';
+import { hasViewerCookie, viewerSetCookie } from './viewer-cookie.ts';
+
+/** What the viewer reads: the fabric's runlogs and config, the server's live runs, its token. */
+export interface ViewerDeps {
+  readonly fabric: Fabric;
+  readonly hub: RunHub;
+  readonly token: string | undefined;
+  /** Which optional views have their API routes in this server. */
+  readonly nav: Nav;
+  readonly liveness?: ProcessLiveness;
+}
+
+/** Runs shown on one page of the list. */
+const PAGE_SIZE = 50;
+/** The login form is a token and a path. */
+const MAX_FORM_BYTES = 8 * 1024;
+
+// Nothing but this server: the browser refuses any other source, whatever a runlog holds.
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The run viewer (SPEC §13): `GET /` lists the runs, `/runs/<id>` shows one, live while it
+ * goes on. Mounted before the bearer middleware, it signs its pages in itself: with a token
+ * configured, a page needs the header or the viewer cookie, else it answers the token form.
+ */
+export function viewerRoutes(deps: ViewerDeps): Hono {
+  const { fabric, hub, token, nav } = deps;
+  const liveness = deps.liveness ?? new LocalProcessLiveness();
+  const check = (): LivenessCheck => ({ liveness, now: new Date() });
+  const index = new RunIndex(fabric.runLogStore, hub, check);
+  const app = new Hono();
+
+  const send = (c: Context, body: SafeHtml, status: 200 | 401 | 404 | 422 | 500 = 200) =>
+    c.body(body.text, status, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
+
+  /** Serves a page once the request is signed in; `?token=` signs in and comes back without it. */
+  const guarded =
+    (render: (c: Context) => Promise<Response>) =>
+    async (c: Context): Promise<Response> => {
+      if (token === undefined) return render(c);
+      const url = new URL(c.req.url);
+      const given = url.searchParams.get('token');
+      if (given !== null) {
+        if (!(await sameSecret(given, token))) return send(c, loginPage(pathOf(url), true, nav), 401);
+        url.searchParams.delete('token');
+        c.header('set-cookie', await viewerSetCookie(token));
+        return c.redirect(pathOf(url), 303);
+      }
+      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
+      const signedIn =
+        (bearer !== undefined && (await sameSecret(bearer, token))) ||
+        (await hasViewerCookie(c.req.method, c.req.header('cookie'), token));
+      return signedIn ? render(c) : send(c, loginPage(pathOf(url), false, nav), 401);
+    };
+
+  /** A run's page, or the page that says why there is none. */
+  const withRun =
+    (render: (c: Context, run: Awaited<ReturnType<RunIndex['read']>>) => Response) =>
+    async (c: Context): Promise<Response> => {
+      const id = c.req.param('id') ?? '';
+      try {
+        return render(c, await index.read(runIdParam(id)));
+      } catch (error) {
+        if (error instanceof ApiError || (error instanceof FabricError && error.code === 'run_not_found'))
+          return send(c, problemPage('Run not found', `There is no run "${id}" here.`, nav), 404);
+        if (error instanceof FabricError && error.code === 'runlog_corrupt')
+          return send(c, problemPage('Unreadable runlog', errorMessage(error), nav), 422);
+        throw error;
+      }
+    };
+
+  app.get('/viewer/style.css', (c) =>
+    c.body(STYLE_CSS, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' }),
+  );
+  app.get('/viewer/live.js', (c) =>
+    c.body(LIVE_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }),
+  );
+
+  app.get(
+    '/',
+    guarded(async (c) => {
+      const query = listQuery(c);
+      const result = await index.page(query);
+      const specialists = Object.keys(fabric.config.specialists).sort();
+      return send(c, runsPage(result, query, { specialists, nav, now: new Date() }));
+    }),
+  );
+
+  app.get('/runs/:id', guarded(withRun((c, run) => send(c, runPage(run.view, run.events, nav)))));
+
+  app.get(
+    '/runs/:id/after/:seq',
+    guarded(
+      withRun((c, run) => {
+        const after = Number(c.req.param('seq'));
+        return send(c, runFragment(run.view, run.events, Number.isSafeInteger(after) ? after : 0));
+      }),
+    ),
+  );
+
+  app.get(
+    '/runs/:id/replay',
+    guarded(
+      withRun((c, run) => {
+        const timeline = buildTimeline({ runId: run.view.run_id, events: run.events, torn: run.view.torn });
+        return send(c, replayPage(run.view, timeline, nav));
+      }),
+    ),
+  );
+
+  app.post('/login', async (c) => {
+    if (token === undefined) return c.redirect('/', 303);
+    const length = Number(c.req.header('content-length') ?? '0');
+    if (length > MAX_FORM_BYTES) throw new ApiError('payload_too_large', 'The sign-in form is too large.');
+    const form = new URLSearchParams(await c.req.text());
+    const next = safeNext(form.get('next'));
+    if (!(await sameSecret(form.get('token') ?? '', token))) return send(c, loginPage(next, true, nav), 401);
+    c.header('set-cookie', await viewerSetCookie(token));
+    return c.redirect(next, 303);
+  });
+
+  return app;
+}
+
+function listQuery(c: Context): RunQuery {
+  const status = c.req.query('status');
+  const specialist = c.req.query('specialist');
+  const before = c.req.query('before');
+  return {
+    status: status && (LIST_STATUSES as readonly string[]).includes(status) ? status : undefined,
+    specialist: specialist || undefined,
+    before: before || undefined,
+    limit: PAGE_SIZE,
+  };
+}
+
+function pathOf(url: URL): string {
+  return url.pathname + url.search;
+}
+
+/** Where the form may send the browser back to: a path on this server, never another site. */
+function safeNext(next: string | null): string {
+  if (next === null) return '/';
+  return next.startsWith('/') && !next.startsWith('//') && !next.includes('\\') ? next : '/';
+}

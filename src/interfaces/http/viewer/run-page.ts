@@ -1,0 +1,101 @@
+import type { Timeline } from '../../../application/replay-timeline.ts';
+import type { RunEvent } from '../../../domain/run-events.ts';
+import type { RunView } from '../run-view.ts';
+import { type SafeHtml, html } from './html.ts';
+import { type Nav, duration, page, statusBadge } from './layout.ts';
+import { timelineItems } from './timeline.ts';
+
+/** `/runs/<id>`: the run's facts and links, and its timeline; live when the run goes on. */
+export function runPage(view: RunView, events: readonly RunEvent[], nav: Nav): SafeHtml {
+  const live = view.status === 'running';
+  return page(
+    `Run ${view.run_id}`,
+    html`<h1>Run <span class="mono">${view.run_id}</span></h1>
+${summary(view, live)}
+<h2 id="timeline-heading">Timeline</h2>
+<ol id="timeline" class="timeline" aria-labelledby="timeline-heading">
+${timelineItems(events)}</ol>`,
+    {
+      nav,
+      main: {
+        'data-run-id': view.run_id,
+        'data-live': String(live),
+        'data-last-seq': String(events.at(-1)?.seq ?? 0),
+      },
+    },
+  );
+}
+
+/**
+ * What the page's script asks for as the run goes on (`/runs/<id>/after/<seq>`): the summary
+ * again, and the timeline items after `seq`. Parsed by the script, never shown on its own.
+ */
+export function runFragment(view: RunView, events: readonly RunEvent[], afterSeq: number): SafeHtml {
+  const live = view.status === 'running';
+  const last = Math.max(afterSeq, events.at(-1)?.seq ?? 0);
+  return html`<!doctype html><html lang="en"><body><div id="fragment" data-last-seq="${String(last)}" data-live="${String(live)}">
+${summary(view, live)}
+<ol id="timeline">${timelineItems(events, afterSeq)}</ol>
+</div></body></html>`;
+}
+
+function summary(view: RunView, live: boolean): SafeHtml {
+  const id = encodeURIComponent(view.run_id);
+  const took =
+    view.started_at === null
+      ? null
+      : (view.ended_at === null ? Date.now() : Date.parse(view.ended_at)) - Date.parse(view.started_at);
+  return html`<section id="run-summary" aria-live="polite" aria-label="Run summary">
+<dl class="facts">
+<dt>Status</dt><dd id="run-status">${statusBadge(view.status)}${live ? ' — updating live' : ''}</dd>
+<dt>Task</dt><dd>${view.task ?? '—'}</dd>
+<dt>Specialist</dt><dd>${view.specialist ?? '—'}</dd>
+<dt>Model</dt><dd>${view.model ?? '—'} <span class="meta">${view.backend ?? ''}</span></dd>
+<dt>Steps</dt><dd>${view.steps}</dd>
+<dt>Tokens</dt><dd>${view.total_tokens}</dd>
+<dt>Duration</dt><dd>${view.ended_at === null ? (live ? 'running' : '—') : duration(took)}</dd>
+${view.error ? html`<dt>Error</dt><dd>${view.error.code}: ${view.error.message}</dd>` : ''}
+${view.torn ? html`<dt>Runlog</dt><dd>its last line was cut short (a killed process)</dd>` : ''}
+</dl>
+<p class="links"><a href="/v1/runs/${id}/runlog" download>Download the runlog</a> <a href="/runs/${id}/replay">Replay (timeline)</a></p>
+</section>`;
+}
+
+/** `/runs/<id>/replay`: the replay timeline, as `fabric replay` prints it, and how to re-execute. */
+export function replayPage(view: RunView, timeline: Timeline, nav: Nav): SafeHtml {
+  const items = timeline.entries.map(
+    (entry) =>
+      html`<li class="${entry.tone === 'error' ? 'bad' : entry.tone === 'warn' ? 'warn' : entry.tone === 'ok' ? 'good' : ''}"><span class="meta mono">+${duration(entry.offset_ms)}${entry.step === null ? '' : ` · step ${entry.step}`}</span> ${entry.text}</li>\n`,
+  );
+  return page(
+    `Replay ${view.run_id}`,
+    html`<h1>Replay of <a class="mono" href="/runs/${encodeURIComponent(view.run_id)}">${view.run_id}</a></h1>
+<p>To re-run the recorded model turns with real tools and compare their results: <code>fabric replay ${view.run_id} --execute</code> (or <code>POST /v1/runs/${view.run_id}/replay</code> with <code>{"execute": true}</code>).</p>
+<ol class="timeline">${items}</ol>`,
+    { nav },
+  );
+}
+
+/** A page that says what is wrong (not found, unreadable runlog), with its status. */
+export function problemPage(title: string, message: string, nav: Nav): SafeHtml {
+  return page(title, html`<h1>${title}</h1><p class="notice">${message}</p><p><a href="/">All runs</a></p>`, {
+    nav,
+  });
+}
+
+/** The token form, for a server that has one, when the request carried neither header nor cookie. */
+export function loginPage(next: string, wrong: boolean, nav: Nav): SafeHtml {
+  return page(
+    'Sign in',
+    html`<h1>This server needs its API token</h1>
+${wrong ? html`<p class="notice" role="alert">That token is not this server's.</p>` : ''}
+<form method="post" action="/login">
+<input type="hidden" name="next" value="${next}">
+<p><label for="token">Token (<code>FABRIC_API_TOKEN</code>)</label><br>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus></p>
+<p><button type="submit">Open the viewer</button></p>
+</form>
+<p class="meta">The browser keeps it as a cookie for this server only. <code>/?token=…</code> works too.</p>`,
+    { nav },
+  );
+}

@@ -1,0 +1,156 @@
+import type { RunEvent } from '../../../domain/run-events.ts';
+import { diffStat } from '../../../domain/unified-diff.ts';
+import { type SafeHtml, html } from './html.ts';
+import { clip, duration, statusBadge } from './layout.ts';
+
+/** How much of one tool result or argument list a page shows; the runlog has all of it. */
+const SHOWN_CHARS = 8 * 1024;
+/** Results up to this many lines are shown open; longer ones fold. */
+const OPEN_LINES = 12;
+
+/** The timeline's items for the events after `afterSeq`, one `<li>` each (none for a few kinds). */
+export function timelineItems(events: readonly RunEvent[], afterSeq = 0): SafeHtml {
+  const parts: SafeHtml[] = [];
+  for (const event of events) if (event.seq > afterSeq) parts.push(item(event));
+  return html`${parts}`;
+}
+
+function li(event: RunEvent, tone: string, body: SafeHtml): SafeHtml {
+  return html`<li id="e${event.seq}" class="${tone}" data-kind="${event.kind}">${body}</li>\n`;
+}
+
+function item(event: RunEvent): SafeHtml {
+  switch (event.kind) {
+    case 'run_start':
+      return li(
+        event,
+        '',
+        html`<span class="kind">Started</span> <span class="meta">${event.specialist} · ${event.model} (${event.backend}) · at most ${event.max_steps} steps</span><pre>${clip(event.task, SHOWN_CHARS)}</pre>`,
+      );
+    case 'llm_request':
+      return li(
+        event,
+        'step',
+        event.final_turn
+          ? html`Final turn: the model is asked to report`
+          : html`Step ${event.step} <span class="meta">· ${event.messages} messages</span>`,
+      );
+    case 'llm_response': {
+      const usage = html`<span class="meta">${event.usage.total_tokens} tokens · ${duration(event.latency_ms)}${
+        event.attempts > 1 ? ` · ${event.attempts} attempts` : ''
+      }</span>`;
+      return li(
+        event,
+        '',
+        event.content.trim() === ''
+          ? html`<span class="kind">Model</span> ${usage}`
+          : html`<span class="kind">Model</span> ${usage}<pre class="text">${clip(event.content, SHOWN_CHARS)}</pre>`,
+      );
+    }
+    case 'llm_retry':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Retry ${event.attempt}</span> <span class="meta">in ${duration(event.delay_ms)}</span>: ${event.reason}`,
+      );
+    case 'tool_call_recovered':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Recovered ${event.tool_calls.length} tool call(s)</span> written as text (${event.format})`,
+      );
+    case 'text_fallback':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Plain-text answer</span>, taken as the result<pre>${clip(event.content, SHOWN_CHARS)}</pre>`,
+      );
+    case 'tool_call':
+      return li(
+        event,
+        '',
+        html`<span class="kind">→ ${event.tool}</span> <span class="meta">${event.call_id}</span>${
+          event.arguments.trim() === '' || event.arguments.trim() === '{}'
+            ? ''
+            : html`<pre class="args">${clip(pretty(event.arguments), SHOWN_CHARS)}</pre>`
+        }`,
+      );
+    case 'tool_result':
+      return li(
+        event,
+        'good',
+        html`<span class="kind">✓ ${event.tool}</span> <span class="meta">${duration(event.duration_ms)}</span>${
+          event.diff ? diffBlock(event.diff) : ''
+        }${resultBlock(event.result)}`,
+      );
+    case 'tool_error':
+      return li(
+        event,
+        'bad',
+        html`<span class="kind">✗ ${event.tool}</span> <span class="meta">${event.reason} · ${duration(event.duration_ms)}</span><pre>${clip(event.error, SHOWN_CHARS)}</pre>`,
+      );
+    case 'security_event':
+      return li(
+        event,
+        'bad',
+        html`<span class="kind">⛔ Security: ${event.event_type}</span> <span class="meta">${event.tool} · rule ${event.rule}</span>${
+          event.requested === undefined
+            ? ''
+            : html`<pre>requested: ${clip(String(event.requested), 1000)}${
+                event.resolved === undefined ? '' : `\nresolved: ${clip(String(event.resolved), 1000)}`
+              }</pre>`
+        }`,
+      );
+    case 'finish_rejected':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">finish_task rejected</span> <span class="meta">${event.reason}</span><pre>${clip(event.message, SHOWN_CHARS)}</pre>`,
+      );
+    case 'run_end':
+      return li(
+        event,
+        event.status === 'succeeded' ? 'good' : 'bad',
+        html`<span class="kind">Ended</span> ${statusBadge(event.status)} <span class="meta">after ${event.steps} step(s) · ${event.usage.total_tokens} tokens · ${duration(event.duration_ms)}</span>${
+          event.error ? html`<pre>${event.error.code}: ${event.error.message}</pre>` : ''
+        }${event.payload ? html`<h2>Payload</h2><pre class="payload">${pretty(JSON.stringify(event.payload))}</pre>` : ''}`,
+      );
+  }
+}
+
+/** A unified diff, each line a block that keeps its `+`, `-` or ` ` so the change reads without colour. */
+export function diffBlock(diff: string): SafeHtml {
+  const { added, removed, cut } = diffStat(diff);
+  const lines = diff.endsWith('\n') ? diff.slice(0, -1).split('\n') : diff.split('\n');
+  const rows = lines.map((line) => {
+    const kind =
+      line.startsWith('+++') || line.startsWith('---')
+        ? 'file'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+')
+            ? 'add'
+            : line.startsWith('-')
+              ? 'del'
+              : 'ctx';
+    return html`<span class="${kind}">${line === '' ? ' ' : line}</span>`;
+  });
+  return html`<div class="meta">+${added} −${removed}${cut ? ' (the diff was cut in the runlog)' : ''}</div><pre class="diff" aria-label="Diff: ${added} lines added, ${removed} removed">${rows}</pre>`;
+}
+
+function resultBlock(result: string): SafeHtml {
+  const shown = clip(result, SHOWN_CHARS);
+  const lines = shown.split('\n').length;
+  return lines <= OPEN_LINES
+    ? html`<pre class="result">${shown}</pre>`
+    : html`<details><summary>Result (${result.split('\n').length} lines)</summary><pre class="result">${shown}</pre></details>`;
+}
+
+/** JSON shown indented when it parses; as sent otherwise (it is the model's text). */
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,287 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
+import {
+  type FakeLlmServer,
+  type ScriptedTurn,
+  startFakeLlmServer,
+} from '../../../support/fake-llm-server.ts';
+import { type RunningApi, makeFabric, postJson, startApi } from '../http-harness.ts';
+
+/** Debian's chromium package; `.ci/run` installs it. */
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'viewer-test-token';
+const auth = { authorization: `Bearer ${TOKEN}` };
+const hostile = '<img src="http://evil.example/pixel.png"><script>window.pwned = 1</script>';
+
+const finishUnits = (answer: string): ScriptedTurn => ({
+  reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: `Converted: ${answer}`, answer } }] },
+});
+const convert = (value: number): ScriptedTurn => ({
+  reply: {
+    content: `Converting ${value} km. ${hostile}`,
+    toolCalls: [{ name: 'convert_units', arguments: { value, from: 'km', to: 'mi' } }],
+  },
+});
+
+const missing = !existsSync(CHROMIUM);
+if (missing)
+  console.warn(`viewer browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+
+describe.skipIf(missing)('the run viewer in headless Chromium', () => {
+  let sandbox: Sandbox;
+  let server: FakeLlmServer;
+  let fabric: Fabric;
+  let api: RunningApi;
+  let context: BrowserContext;
+  let profile: string;
+  const requested: string[] = [];
+  const ids: Record<'rust' | 'units' | 'failed' | 'running', string> = {
+    rust: '',
+    units: '',
+    failed: '',
+    running: '',
+  };
+
+  async function start(specialist: string, task: string, workspace?: string): Promise<string> {
+    const response = await postJson(`${api.url}/v1/runs`, { specialist, task, workspace }, auth);
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { run_id: string }).run_id;
+  }
+
+  async function settled(id: string): Promise<void> {
+    for (;;) {
+      const run = (await (await fetch(`${api.url}/v1/runs/${id}`, { headers: auth })).json()) as {
+        status: string;
+      };
+      if (run.status !== 'running') return;
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  }
+
+  async function open(path: string): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${api.url}${path}`);
+    return page;
+  }
+
+  beforeAll(async () => {
+    const crate = await mkdtemp(join(tmpdir(), 'fabric-viewer-crate-'));
+    await mkdir(join(crate, 'src'));
+    await writeFile(
+      join(crate, 'Cargo.toml'),
+      '[package]\nname = "region"\nversion = "0.1.0"\nedition = "2021"\n',
+    );
+    await writeFile(join(crate, 'src', 'lib.rs'), 'pub struct Region;\n');
+    sandbox = await makeSandbox({
+      llm: { retry: { max_attempts: 1000, base_delay_ms: 100, max_delay_ms: 150 }, probe_timeout_ms: 1000 },
+      specialists: {
+        units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' },
+        rust: { builder: 'builtin:rust', workspace: crate },
+      },
+    });
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      byTask: [
+        {
+          match: 'Add Region::contains',
+          script: [
+            {
+              reply: {
+                toolCalls: [
+                  {
+                    name: 'write_file',
+                    arguments: {
+                      path: 'src/contains.rs',
+                      content: 'pub fn contains(x: i32) -> bool {\n    x >= 0\n}\n',
+                    },
+                  },
+                ],
+              },
+            },
+            {
+              reply: {
+                toolCalls: [
+                  {
+                    name: 'edit_file',
+                    arguments: {
+                      path: 'src/lib.rs',
+                      old_text: 'pub struct Region;',
+                      new_text: 'pub mod contains;\npub struct Region;',
+                    },
+                  },
+                ],
+              },
+            },
+            {
+              reply: {
+                toolCalls: [
+                  { name: 'finish_task', arguments: { summary: 'Added contains() to the region crate' } },
+                ],
+              },
+            },
+          ],
+        },
+        { match: 'Convert 3 km', script: [convert(3), finishUnits('1.864 mi')] },
+        { match: 'Convert badly', script: [{ status: 400, body: { error: 'does not support tools' } }] },
+        // The running run: one step, then the script is empty and the loop retries until the test adds the end.
+        { match: 'Convert slowly', script: [convert(5)] },
+      ],
+    });
+    fabric = await makeFabric(sandbox, server.url);
+    api = await startApi(fabric, TOKEN);
+    ids.rust = await start('rust', 'Add Region::contains with a test');
+    await settled(ids.rust);
+    ids.units = await start('units', 'Convert 3 km to miles');
+    await settled(ids.units);
+    ids.failed = await start('units', 'Convert badly');
+    await settled(ids.failed);
+    ids.running = await start('units', 'Convert slowly');
+    profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    context.on('request', (request) => requested.push(request.url()));
+    // Signs in once: the cookie carries the token from here on (links, the event stream).
+    const page = await open(`/?token=${TOKEN}`);
+    expect(page.url()).toBe(`${api.url}/`);
+    await page.close();
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await api?.stop();
+    await fabric?.close();
+    await server?.stop();
+    await sandbox?.cleanup();
+    if (profile) await rm(profile, { recursive: true, force: true });
+  });
+
+  it('lists finished and running runs, newest first, with their status', async () => {
+    const page = await open('/');
+    const rows = page.locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(4);
+    expect(await page.locator('tbody a.run-link').allTextContents()).toEqual([
+      ids.running,
+      ids.failed,
+      ids.units,
+      ids.rust,
+    ]);
+    expect(await rows.nth(0).getAttribute('data-status')).toBe('running');
+    expect(await rows.nth(2).locator('.status').textContent()).toBe('succeeded');
+    await page.close();
+  });
+
+  it("shows a run's tool calls, its diff lines marked with + and -, and its payload", async () => {
+    const page = await open(`/runs/${ids.rust}`);
+    await expect.poll(() => page.locator('#run-status').textContent()).toContain('succeeded');
+    const timeline = page.locator('#timeline');
+    expect(await timeline.locator('[data-kind=tool_call] .kind').allTextContents()).toEqual([
+      '→ write_file',
+      '→ edit_file',
+      '→ finish_task',
+    ]);
+    expect(await timeline.locator('pre.diff .add').allTextContents()).toEqual([
+      '+pub fn contains(x: i32) -> bool {',
+      '+    x >= 0',
+      '+}',
+      '+pub mod contains;',
+    ]);
+    expect(await timeline.locator('pre.diff .file').first().textContent()).toBe('--- /dev/null');
+    expect(await page.locator('pre.payload').textContent()).toContain(
+      '"summary": "Added contains() to the region crate"',
+    );
+    await page.close();
+  });
+
+  it('shows model text from the runlog as text, never as markup', async () => {
+    const page = await open(`/runs/${ids.units}`);
+    expect(await page.locator('pre.text').first().textContent()).toContain(hostile);
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.locator('#timeline img').count()).toBe(0);
+    await page.close();
+  });
+
+  it("gains a running run's later steps and its final status without a reload", async () => {
+    const page = await open(`/runs/${ids.running}`);
+    expect(await page.locator('#main').getAttribute('data-live')).toBe('true');
+    expect(await page.locator('#run-status').textContent()).toContain('running');
+    await expect.poll(() => page.locator('[data-kind=tool_result]').count()).toBe(1);
+    // The model answers again only now: the retries and the end reach the open page.
+    await expect
+      .poll(() => page.locator('[data-kind=llm_retry]').count(), { timeout: 10_000 })
+      .toBeGreaterThan(0);
+    server.pushFor('Convert slowly', finishUnits('3.107 mi'));
+    await expect
+      .poll(() => page.locator('#run-status').textContent(), { timeout: 15_000 })
+      .toContain('succeeded');
+    expect(await page.locator('pre.payload').textContent()).toContain('3.107 mi');
+    expect(await page.locator('[data-kind=run_end]').count()).toBe(1);
+    expect(await page.locator('#main').getAttribute('data-live')).toBe('false');
+    await page.close();
+  }, 30_000);
+
+  it('opens a run from the list with the keyboard alone', async () => {
+    const page = await open('/');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('j');
+    await page.keyboard.press('j');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(ids.failed);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${api.url}/runs/${ids.failed}`);
+    expect(await page.locator('h1').textContent()).toContain(ids.failed);
+    await page.close();
+  });
+
+  it('hides the runs the status and specialist filters leave out', async () => {
+    const page = await open('/');
+    await page.selectOption('#filter-status', 'failed');
+    await page.click('button[type=submit]');
+    await page.waitForURL(/status=failed/);
+    expect(await page.locator('tbody a.run-link').allTextContents()).toEqual([ids.failed]);
+    await page.selectOption('#filter-status', '');
+    await page.selectOption('#filter-specialist', 'rust');
+    await page.click('button[type=submit]');
+    await page.waitForURL(/specialist=rust/);
+    expect(await page.locator('tbody a.run-link').allTextContents()).toEqual([ids.rust]);
+    await page.selectOption('#filter-specialist', 'units');
+    await page.click('button[type=submit]');
+    await page.waitForURL(/specialist=units/);
+    expect((await page.locator('tbody a.run-link').allTextContents()).sort()).toEqual(
+      [ids.running, ids.failed, ids.units].sort(),
+    );
+    await page.close();
+  });
+
+  it('shows a not-found page for an unknown run id', async () => {
+    const page = await context.newPage();
+    const response = await page.goto(`${api.url}/runs/20200101T000000Z-nope00`);
+    expect(response?.status()).toBe(404);
+    expect(await page.locator('h1').textContent()).toBe('Run not found');
+    await page.close();
+  });
+
+  it('makes no request outside the server', () => {
+    const origin = new URL(api.url).origin;
+    expect(requested.length).toBeGreaterThan(10);
+    expect(requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:'))).toEqual([]);
+  });
+});
