@@ -52,6 +52,11 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'write a starter fabric.yaml and custom pack in the working directory, ready to run',
     run: async (argv, io) => (await import('./commands/init.ts')).initCommand(argv, io),
   },
+  completion: {
+    summary: 'print a shell completion script (`fabric completion bash|zsh|fish`)',
+    run: async (argv, io) =>
+      (await import('./commands/completion.ts')).completionCommand(argv, io, Object.keys(COMMANDS)),
+  },
   serve: {
     summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
     run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),

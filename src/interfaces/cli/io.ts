@@ -14,6 +14,8 @@ export interface CliIo {
   readonly cwd: string;
   /** Aborted on Ctrl-C. */
   readonly signal: AbortSignal;
+  /** Reads standard input to its end (`fabric run … -`); absent where there is none. */
+  readonly readStdin?: () => Promise<string>;
 }
 
 /** Exit codes, documented in `fabric --help`. */

@@ -2,6 +2,7 @@
  * The `fabric` entry point on Node and on Deno. The only runtime-specific code of the CLI is
  * here: arguments, signals and the exit code.
  */
+import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import { readEnvironment } from '../../config/env.ts';
 import { runCli } from './cli.ts';
@@ -24,6 +25,11 @@ const code = await runCli(process.argv.slice(2), {
   env: readEnvironment(),
   cwd: process.cwd(),
   signal: controller.signal,
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));
+    return Buffer.concat(chunks).toString('utf8');
+  },
 });
 process.exitCode = code;
 // Open handles (an MCP client, a pending socket) must not keep a finished CLI alive.

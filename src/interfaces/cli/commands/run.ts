@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
+import type { RunObserver } from '../../../application/ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
 import { createFabric } from '../../compose.ts';
@@ -9,6 +10,7 @@ import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
 
 export const RUN_HELP = `Usage: fabric run --specialist NAME [options] "TASK"
+       fabric run --specialist NAME [options] -        (the task from stdin)
 
 Runs TASK with a specialist until the model calls finish_task, writing every step to
 <runs_dir>/<run_id>/runlog.jsonl. Progress goes to stderr; the result to stdout.
@@ -20,13 +22,16 @@ Options:
       --max-steps N       stop after N model turns (default: the specialist's, else loop.max_steps = 30)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json              print the RunResult as one JSON object on stdout
+      --events jsonl      stream the run's events (the runlog's lines) to stdout as they
+                          happen, one JSON object a line; with --json the RunResult follows
   -h, --help              show this help
 
 Exit codes: 0 succeeded · 1 failed · 2 usage or config error · 3 max_steps reached
             4 no usable model or backend · 130 cancelled (Ctrl-C)
 
-Example:
+Examples:
   fabric run --specialist rust --workspace ./my-compositor "Add damage tracking to Output"
+  git diff | fabric run --specialist rust --events jsonl - | jq -c 'select(.kind == "tool_call")'
 `;
 
 /** `fabric run`. */
@@ -38,16 +43,21 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     'max-steps': { type: 'string' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
+    events: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
     io.stdout.write(RUN_HELP);
     return EXIT.ok;
   }
-  const task = positionals.join(' ').trim();
+  if (values.events !== undefined && values.events !== 'jsonl') {
+    io.stderr.write(`fabric run: --events takes "jsonl", not "${values.events}".\n`);
+    return EXIT.usage;
+  }
+  const task = await taskOf(positionals, io);
   if (!values.specialist || task === '') {
     io.stderr.write(
-      `fabric run needs ${!values.specialist ? '--specialist NAME' : 'a TASK'}.\n\n${RUN_HELP}`,
+      `fabric run needs ${!values.specialist ? '--specialist NAME' : positionals[0] === '-' ? 'a TASK (standard input was empty)' : 'a TASK'}.\n\n${RUN_HELP}`,
     );
     return EXIT.usage;
   }
@@ -71,14 +81,17 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       workspace,
       model: values.model,
       maxSteps,
-      observers: [new ProgressReporter(io.stderr, style)],
+      observers: [
+        new ProgressReporter(io.stderr, style),
+        ...(values.events === 'jsonl' ? [eventLines(io)] : []),
+      ],
       signal: io.signal,
     })
     // Writes what the mirror still holds (bounded) and closes the control store, however the run went.
     .finally(() => fabric.close());
   if (values.json) {
     io.stdout.write(`${JSON.stringify(result)}\n`);
-  } else if (result.payload) {
+  } else if (result.payload && values.events === undefined) {
     io.stdout.write(formatPayload(result.payload));
   }
   io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
@@ -92,6 +105,21 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     case 'failed':
       return EXIT.runFailed;
   }
+}
+
+/** The task: the arguments, or with `-` alone, standard input. */
+async function taskOf(positionals: readonly string[], io: CliIo): Promise<string> {
+  if (positionals.length !== 1 || positionals[0] !== '-') return positionals.join(' ').trim();
+  return ((await io.readStdin?.()) ?? '').trim();
+}
+
+/** `--events jsonl`: each runlog event as one line on stdout, as it is recorded. */
+function eventLines(io: CliIo): RunObserver {
+  return {
+    onEvent: (event) => io.stdout.write(`${JSON.stringify(event)}\n`),
+    onText: () => {},
+    onToolCallStarted: () => {},
+  };
 }
 
 /**
