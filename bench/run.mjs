@@ -21,7 +21,7 @@ const PARTS = {
   control: { what: 'control plane on (PGlite, Postgres) against off', args: tsx('mirror-overhead.ts') },
   concurrent: { what: '100 concurrent HTTP runs against bare loops', args: tsx('concurrent-runs.ts') },
   runlog: { what: 'runlog write throughput against appendFileSync', args: tsx('runlog-throughput.ts') },
-  viewer: { what: "a 1,000-step run's viewer page against reading its runlog", args: tsx('viewer-render.ts') },
+  viewer: { what: "a 1,000-step run's viewer page against its runlog", args: tsx('viewer-render.ts') },
 };
 
 const asked = process.argv.slice(2);
