@@ -3,7 +3,7 @@
  * file, then rename) after every cell, so a battery killed at any moment leaves a whole file
  * that `--resume` starts from — with or without the control plane.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
 import { FabricError } from '../../domain/errors.ts';
@@ -42,6 +42,16 @@ export class BatteryStateFiles {
       next.catch(() => {}),
     );
     return next;
+  }
+
+  /** The ids of the batteries kept here, newest first (ids sort by start time). */
+  async ids(): Promise<string[]> {
+    const names = await readdir(this.#dir).catch(() => [] as string[]);
+    return names
+      .filter((name) => name.endsWith('.json'))
+      .map((name) => name.slice(0, -'.json'.length))
+      .sort()
+      .reverse();
   }
 
   /** The state of a battery; `run_not_found` naming the id when there is none. */

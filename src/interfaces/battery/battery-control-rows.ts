@@ -4,6 +4,7 @@
  * fails, hangs or is off never fails the battery — its state file is the record.
  */
 import { type BatteryRow, type BatterySink, isBatterySink } from '../../application/battery/battery-ports.ts';
+import type { ControlWriter } from '../../application/control-ports.ts';
 import type { CellResult } from '../../application/battery/battery-types.ts';
 
 /** How long the end of a battery waits for its last rows. */
@@ -11,13 +12,17 @@ const SETTLE_MS = 5000;
 
 /** Queues a battery's rows for the process's control store, if it keeps batteries. */
 export class BatteryControlRows {
-  readonly #sink: Promise<BatterySink | null>;
+  readonly #sink: Promise<(BatterySink & Pick<ControlWriter, 'migrate'>) | null>;
   #queue: Promise<void> = Promise.resolve();
+  #migrated: Promise<unknown> | null = null;
 
   /** `store`: the process's control store (null when off); a store that fails to open is off. */
   constructor(store: Promise<unknown>) {
     this.#sink = store.then(
-      (opened) => (isBatterySink(opened) ? opened : null),
+      (opened) =>
+        isBatterySink(opened) && typeof (opened as Partial<ControlWriter>).migrate === 'function'
+          ? (opened as BatterySink & Pick<ControlWriter, 'migrate'>)
+          : null,
       () => null,
     );
   }
@@ -42,8 +47,17 @@ export class BatteryControlRows {
   #enqueue(write: (sink: BatterySink) => Promise<void>): void {
     this.#queue = this.#queue.then(async () => {
       const sink = await this.#sink;
-      // `fabric control sync` does not rebuild these rows; the next write of the row does.
-      if (sink !== null) await write(sink).catch(() => {});
+      if (sink === null) return;
+      try {
+        // The tables may be newer than the store's schema: migrating is idempotent, and tried
+        // again after a failure (the database may come back).
+        this.#migrated ??= sink.migrate();
+        await this.#migrated;
+        // `fabric control sync` does not rebuild these rows; the next write of the row does.
+        await write(sink);
+      } catch {
+        this.#migrated = null;
+      }
     });
   }
 }

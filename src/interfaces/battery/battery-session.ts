@@ -30,6 +30,8 @@ import { batteryWorkspace, checkBattery, specialistSandbox } from './check-batte
 export interface BatteryRequest {
   /** Absolute path of the battery file. */
   readonly file?: string | undefined;
+  /** A battery already parsed (`POST /v1/batteries`), instead of `file`. */
+  readonly battery?: BatteryFile | undefined;
   readonly resume?: string | undefined;
   /** `--models A,B` (or `available`): replaces the file's models. */
   readonly models?: readonly string[] | 'available' | undefined;
@@ -96,9 +98,9 @@ export class BatterySession {
       }
       return new BatterySession(fabric, state.plan, state.file, state.cells, state.created_at, concurrency);
     }
-    if (request.file === undefined)
+    if (request.file === undefined && request.battery === undefined)
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
-    const battery = await loadBatteryFile(request.file);
+    const battery = request.battery ?? (await loadBatteryFile(request.file as string));
     await checkBattery(battery, fabric.config);
     const models = await resolveModels(fabric, battery, request.models, request.signal);
     const now = systemClock.now();

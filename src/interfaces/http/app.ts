@@ -4,8 +4,10 @@ import { FabricError } from '../../domain/errors.ts';
 import type { Fabric } from '../compose.ts';
 import { ApiError, errorBodyOf } from './api-error.ts';
 import { type AuthVariables, bearerAuth, originGuard } from './auth.ts';
+import { BatteryHub } from './battery-hub.ts';
 import { mcpHandler } from './mcp-route.ts';
 import { RunHub } from './run-hub.ts';
+import { batteryRoutes } from './routes-batteries.ts';
 import { daemonRoutes } from './routes-daemon.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
@@ -24,6 +26,8 @@ export interface AppDeps {
   readonly requireToken: boolean;
   /** The live runs; the server passes its own so that it can cancel them on shutdown. */
   readonly hub?: RunHub | undefined;
+  /** The batteries this server runs; the server passes its own so that it can cancel them on shutdown. */
+  readonly batteries?: BatteryHub | undefined;
   /** Diagnostics (runs started and ended, unexpected errors). */
   readonly log?: ((line: string) => void) | undefined;
 }
@@ -70,6 +74,10 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   );
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
+  app.route(
+    '/v1/batteries',
+    batteryRoutes({ fabric: deps.fabric, batteries: deps.batteries ?? new BatteryHub(), log }),
+  );
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));
   return app;

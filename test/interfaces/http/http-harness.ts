@@ -2,6 +2,7 @@ import { loadConfig } from '../../../src/config/load.ts';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import { Fabric } from '../../../src/interfaces/compose.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
+import { BatteryHub } from '../../../src/interfaces/http/battery-hub.ts';
 import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
 import { type ListeningServer, listen } from '../../../src/interfaces/http/serve.ts';
 import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
@@ -21,19 +22,22 @@ export async function makeFabric(
 export interface RunningApi {
   readonly url: string;
   readonly hub: RunHub;
+  readonly batteries: BatteryHub;
   stop(): Promise<void>;
 }
 
 /** Serves `createApp` for `fabric` on 127.0.0.1, on a free port. */
 export async function startApi(fabric: Fabric, token?: string): Promise<RunningApi> {
   const hub = new RunHub(fabric);
-  const app = createApp({ fabric, token, requireToken: false, hub });
+  const batteries = new BatteryHub();
+  const app = createApp({ fabric, token, requireToken: false, hub, batteries });
   const server: ListeningServer = await listen(app.fetch, { host: '127.0.0.1', port: 0 });
   return {
     url: server.url,
     hub,
+    batteries,
     async stop() {
-      await hub.close();
+      await Promise.all([batteries.close(), hub.close()]);
       await server.close(200);
     },
   };

@@ -3,6 +3,7 @@ import { FabricError } from '../../../domain/errors.ts';
 import { createFabric } from '../../compose.ts';
 import { createApp } from '../../http/app.ts';
 import { isLoopbackHost } from '../../http/auth.ts';
+import { BatteryHub } from '../../http/battery-hub.ts';
 import { RunHub } from '../../http/run-hub.ts';
 import { listen } from '../../http/serve.ts';
 import { parseCommandArgs } from '../args.ts';
@@ -76,7 +77,8 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   // the runs other processes wrote (SPEC §7) as soon as it serves.
   await fabric.controlStore();
   const hub = new RunHub(fabric);
-  const app = createApp({ fabric, token, requireToken, hub, log });
+  const batteries = new BatteryHub();
+  const app = createApp({ fabric, token, requireToken, hub, batteries, log });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
     server = await listen(app.fetch, { host, port });
@@ -91,7 +93,8 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   });
   const live = hub.list().length;
   log(`stopping${live > 0 ? `: cancelling ${live} run(s) in progress` : ''}`);
-  await hub.close();
+  // A cancelled battery records where it stopped: its cells not done stay resumable.
+  await Promise.all([batteries.close(), hub.close()]);
   await server.close();
   // After every run has written its run_end: the mirror's last rows, then the control store.
   await fabric.close();
