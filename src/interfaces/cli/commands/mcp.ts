@@ -29,8 +29,8 @@ clients take the same "mcpServers" shape):
   {
     "mcpServers": {
       "agent-fabric": {
-        "command": "npx",
-        "args": ["fabric", "mcp", "--config", "/path/to/fabric.yaml"],
+        "command": "fabric",
+        "args": ["mcp", "--config", "/path/to/fabric.yaml"],
         "env": {
           "LM_STUDIO_URL": "http://localhost:1234",
           "OLLAMA_HOST": "http://localhost:11434",
@@ -40,10 +40,11 @@ clients take the same "mcpServers" shape):
     }
   }
 
-npx must find the package: run it from a project that has agent-fabric installed (set "cwd"
-if your client supports it), or use "command": "node" with "args":
-["/path/to/agent-fabric/bin/fabric.mjs", "mcp"]. Relative paths (runs_dir, workspaces) are
-resolved against the server's working directory, so prefer absolute ones.
+"fabric" is the installed package's command (npm install -g); without it, use "command": "node"
+with "args": ["/path/to/agent-fabric/bin/fabric.mjs", "mcp", ...]. Not "npx fabric": outside a
+project that has agent-fabric installed, npx fetches an unrelated package of that name. Paths in
+the config file are relative to it; a specialist with no workspace works in the server's
+working directory, so give run_task a workspace or the specialist an absolute one.
 `;
 
 /** `fabric mcp`: the fabric as an MCP server on stdio, until stdin closes or the process is told to stop. */
