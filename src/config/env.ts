@@ -22,6 +22,7 @@ export const ENVIRONMENT_VARIABLES: Readonly<Record<string, string>> = {
   FABRIC_CONFIG: 'path of the config file (fabric.yaml or .json)',
   FABRIC_RUNS_DIR: 'where runs/<run_id>/runlog.jsonl are written (default ./runs)',
   FABRIC_DSN: 'Postgres connection string for the control plane',
+  FABRIC_QUEUE: 'in_process (default) or postgres: queue HTTP runs for `fabric worker`s (needs FABRIC_DSN)',
   FABRIC_API_TOKEN: 'bearer token the HTTP API requires',
   SEARXNG_URL: 'SearXNG-compatible search endpoint for the research pack',
   LM_STUDIO_MODEL: 'the model `fabric daemon` asks for (--model overrides)',

@@ -122,6 +122,7 @@ export async function buildConfig(
     });
   }
   const parsed = applyEnvironment(result.output, env);
+  checkQueue(parsed, source);
   const baseDir = dirname(source);
   // SPEC §14: every path in the file is relative to the file. A runs directory the file does not
   // name is `./runs` in the working directory (the shipped default config lies inside the
@@ -179,7 +180,29 @@ function applyEnvironment(config: ParsedConfig, env: Environment): ParsedConfig 
   const daemon = { ...config.daemon };
   if (env.LM_STUDIO_MODEL) daemon.model = env.LM_STUDIO_MODEL;
   if (env.OPEN_SPEC_DAEMON_INTERVAL) daemon.interval_s = parseInterval(env.OPEN_SPEC_DAEMON_INTERVAL);
-  return { ...config, llm, control, search, api, daemon };
+  const queue = env.FABRIC_QUEUE ? parseQueue(env.FABRIC_QUEUE) : config.queue;
+  return { ...config, llm, control, search, api, daemon, queue };
+}
+
+function parseQueue(value: string): ParsedConfig['queue'] {
+  if (value === 'in_process' || value === 'postgres') return value;
+  throw new FabricError('config_invalid', `FABRIC_QUEUE: expected in_process or postgres, found "${value}".`);
+}
+
+/** The queue lives in the control plane's Postgres (issue 17): it needs a DSN and the plane on. */
+function checkQueue(config: ParsedConfig, source: string): void {
+  if (config.queue !== 'postgres') return;
+  if (config.control.dsn === undefined || config.control.dsn.trim() === '')
+    throw new FabricError(
+      'config_invalid',
+      `${source}: queue: postgres needs a Postgres server: set FABRIC_DSN (or control.dsn), e.g. postgres://user@host:5432/fabric. ` +
+        'Without one, leave queue out: runs execute in-process.',
+    );
+  if (!config.control.enabled)
+    throw new FabricError(
+      'config_invalid',
+      `${source}: queue: postgres needs the control plane (control.enabled: true): workers report runs through it.`,
+    );
 }
 
 function parseInterval(value: string): number {

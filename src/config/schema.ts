@@ -89,6 +89,17 @@ export const DaemonSchema = v.strictObject({
   interval_s: v.optional(positiveInt, 300),
 });
 
+/**
+ * `fabric worker` (issue 17): how often it writes its heartbeat and looks for cancelled runs,
+ * and how long a silent worker is taken to be alive before its runs are marked interrupted.
+ */
+export const WorkerSchema = v.strictObject({
+  heartbeat_s: v.optional(v.pipe(v.number(), v.minValue(0.1)), 5),
+  dead_after_s: v.optional(v.pipe(v.number(), v.minValue(0.5)), 30),
+  /** Runs one worker runs at once (`--concurrency` overrides). */
+  concurrency: v.optional(positiveInt, 1),
+});
+
 export const FabricConfigSchema = v.strictObject({
   version: v.optional(v.literal(1), 1),
   runs_dir: v.optional(nonEmpty, './runs'),
@@ -98,6 +109,12 @@ export const FabricConfigSchema = v.strictObject({
   search: v.optional(v.strictObject({ searxng_url: v.optional(nonEmpty) }), {}),
   api: v.optional(v.strictObject({ token: v.optional(nonEmpty) }), {}),
   daemon: v.optional(DaemonSchema, {}),
+  /**
+   * Where runs started over HTTP execute: `in_process` (the default) in the server itself, or
+   * `postgres`, queued in the control plane's Postgres (control.dsn) for `fabric worker`s.
+   */
+  queue: v.optional(v.picklist(['in_process', 'postgres']), 'in_process'),
+  worker: v.optional(WorkerSchema, {}),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 
@@ -108,3 +125,4 @@ export type SandboxConfig = v.InferOutput<typeof SandboxSchema>;
 export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
 export type LlmConfig = v.InferOutput<typeof LlmSchema>;
 export type DaemonConfig = v.InferOutput<typeof DaemonSchema>;
+export type WorkerConfig = v.InferOutput<typeof WorkerSchema>;
