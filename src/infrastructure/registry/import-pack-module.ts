@@ -60,7 +60,19 @@ export async function importPackModule(path: string): Promise<Record<string, unk
     hooked ??= registerHooks();
     await hooked;
   }
-  return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  try {
+    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    // Deno without the package's deno.json: say how to start it so `agent-fabric` resolves.
+    if (isDeno() && /"agent-fabric"/.test(String(error))) {
+      throw new Error(
+        `${String(error)}\nOn Deno, start the fabric with its package's deno.json, which maps agent-fabric: ` +
+          `deno run -A --config ${new URL('../../../deno.json', import.meta.url).pathname} ...`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }
 
 async function registerHooks(): Promise<void> {
