@@ -34,6 +34,8 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   readonly kind: 'postgres' | 'pglite';
   readonly location: string;
   readonly #db: SqlExecutor;
+  /** The last migration of this store, while it has not failed; writers wait for it. */
+  #ready: Promise<void> | null = null;
 
   constructor(kind: 'postgres' | 'pglite', location: string, db: SqlExecutor) {
     this.kind = kind;
@@ -41,13 +43,28 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
     this.#db = db;
   }
 
+  /** Applies the migrations not applied yet (idempotent) and reports what it applied. */
   migrate(): Promise<MigrationReport> {
-    return applyMigrations(this.#db);
+    const migrating = applyMigrations(this.#db);
+    const ready = migrating.then(() => {});
+    this.#ready = ready;
+    // A failure is tried again by the next writer (the database may come back).
+    ready.catch(() => {
+      if (this.#ready === ready) this.#ready = null;
+    });
+    return migrating;
+  }
+
+  /** Runs a write once the schema is there: a first writer (the daemon, a battery) need not migrate. */
+  async #afterMigrating<T>(write: () => Promise<T>): Promise<T> {
+    if (this.#ready === null) void this.migrate().catch(() => {});
+    await this.#ready;
+    return write();
   }
 
   /** `control.daemon_tasks` (SPEC §11): the daemon's row for a task, rewritten as it goes. */
   recordDaemonTask(repo: string, task: DaemonTaskRecord): Promise<void> {
-    return upsertDaemonTask(this.#db, repo, task);
+    return this.#afterMigrating(() => upsertDaemonTask(this.#db, repo, task));
   }
 
   /** A repository's rows of `control.daemon_tasks`. */
@@ -57,12 +74,12 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
 
   /** `control.batteries` (SPEC §12): a battery's row, rewritten as it starts and ends. */
   recordBattery(row: BatteryRow): Promise<void> {
-    return upsertBattery(this.#db, row);
+    return this.#afterMigrating(() => upsertBattery(this.#db, row));
   }
 
   /** `control.battery_cells`: a cell's row, written as it ends. */
   recordBatteryCell(batteryId: string, cell: CellResult): Promise<void> {
-    return upsertBatteryCell(this.#db, batteryId, cell);
+    return this.#afterMigrating(() => upsertBatteryCell(this.#db, batteryId, cell));
   }
 
   /** A battery's row of `control.batteries`, or null. */
@@ -78,7 +95,7 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   write(batch: ControlBatch): Promise<ControlWriteCounts> {
     // One statement, atomic by itself: one round trip (one message to the PGlite worker), and no
     // transaction to be cut in the middle of.
-    return writeBatch(this.#db, batch);
+    return this.#afterMigrating(() => writeBatch(this.#db, batch));
   }
 
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>> {
@@ -86,7 +103,7 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   }
 
   markInterrupted(runIds: readonly string[]): Promise<number> {
-    return markInterrupted(this.#db, runIds);
+    return this.#afterMigrating(() => markInterrupted(this.#db, runIds));
   }
 
   listRuns(options: { readonly limit: number }): Promise<readonly ControlRunRow[]> {

@@ -49,6 +49,25 @@ describe('PostgresControlStore', () => {
     expect(new PostgresControlStore('postgres://u:p@127.0.0.1:1/x').location).not.toContain(':p@');
   });
 
+  it('lets a first writer write on a database never migrated: the schema is made first', async () => {
+    const fresh = await createTestDatabase();
+    const store = new PostgresControlStore(fresh.dsn);
+    try {
+      const events = await writeRunlog(
+        await tempRunsDir(),
+        'first-writer',
+        '2029-05-01T10:00:00Z',
+        succeededRun(),
+      );
+      // No migrate() call: the daemon and a battery write their rows before any run is mirrored.
+      await expect(store.write({ events, modelCalls: [] })).resolves.toMatchObject({ events: events.length });
+      expect((await store.mirroredRuns()).get('first-writer')).toMatchObject({ complete: true });
+    } finally {
+      await store.close();
+      await fresh.drop();
+    }
+  });
+
   it('bounds flush() when the server accepts connections and never answers', async () => {
     const silent = await startSilentServer();
     const store = new PostgresControlStore(`postgres://postgres@127.0.0.1:${silent.port}/test`, {
