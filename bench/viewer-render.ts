@@ -48,6 +48,7 @@ try {
   const render = await measure(async () => {
     pageBytes = runPage(runView(RUN_ID, events, { runlog: '', torn: false, live: false }, check), events, {
       daemon: false,
+      batteries: false,
     }).text.length;
   });
   const whole = await measure(async () => {

@@ -42,6 +42,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   }
   const log = deps.log ?? (() => {});
   const hub = deps.hub ?? new RunHub(deps.fabric);
+  const batteries = deps.batteries ?? new BatteryHub();
   const app = new Hono<{ Variables: AuthVariables }>();
 
   app.onError((error, c) => {
@@ -61,7 +62,16 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   // A server on loopback is reachable by web pages too; without a token, Host and Origin are its guard.
   app.use('*', originGuard(!deps.requireToken));
   // The run viewer's pages come before the bearer check: they sign in with a form or a cookie.
-  app.route('/', viewerRoutes({ fabric: deps.fabric, hub, token: deps.token, nav: { daemon: false } }));
+  app.route(
+    '/',
+    viewerRoutes({
+      fabric: deps.fabric,
+      hub,
+      token: deps.token,
+      nav: { daemon: true, batteries: true },
+      batteries,
+    }),
+  );
   app.use('*', bearerAuth(deps.token));
   app.use(
     '/v1/*',
@@ -74,10 +84,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   );
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
-  app.route(
-    '/v1/batteries',
-    batteryRoutes({ fabric: deps.fabric, batteries: deps.batteries ?? new BatteryHub(), log }),
-  );
+  app.route('/v1/batteries', batteryRoutes({ fabric: deps.fabric, batteries, log }));
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));
   return app;

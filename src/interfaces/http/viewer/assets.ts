@@ -67,6 +67,21 @@ pre.diff .hunk { color: var(--muted); }
 pre.diff .file { font-weight: 600; }
 details > summary { cursor: pointer; color: var(--muted); }
 .notice { padding: .6em .8em; border: 1px solid var(--line); background: var(--panel); border-radius: 6px; }
+header nav a[aria-current=page] { font-weight: 600; text-decoration: none; }
+tbody th { font-size: 1em; color: var(--fg); font-weight: normal; }
+.status-done { color: var(--good); }
+.status-blocked { color: var(--bad); }
+.status-pending { color: var(--muted); }
+section.repo { margin-bottom: 2em; }
+table.matrix td { min-width: 10rem; }
+.cell { padding: .15em 0; }
+.cell .mark { font-weight: 600; white-space: nowrap; }
+.cell-pass .mark, .cell-pass .mark a { color: var(--good); }
+.cell-fail .mark, .cell-fail .mark a { color: var(--bad); }
+.cell-waiting .mark { color: var(--muted); font-weight: normal; }
+.cell-running .mark { color: var(--warn); }
+.cell .check { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.cell .figures { display: block; }
 @media (max-width: 40rem) {
   main { padding: .6em; }
   th.wide, td.wide { display: none; }
@@ -76,8 +91,9 @@ details > summary { cursor: pointer; color: var(--muted); }
 
 /**
  * `/viewer/live.js`: a run page that is still going follows the run's SSE stream and, for each
- * new event, asks the server for the rendered steps after the last one it shows; in the runs
- * list, j/k move between runs (Enter opens one, as with any link).
+ * new event, asks the server for the rendered steps after the last one it shows; the daemon's
+ * and a running battery's pages fetch themselves again every few seconds; in the runs list,
+ * j/k move between runs (Enter opens one, as with any link).
  */
 export const LIVE_JS = `'use strict';
 (function () {
@@ -85,7 +101,45 @@ export const LIVE_JS = `'use strict';
     'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'run_end'];
   var main = document.getElementById('main');
   if (main && main.getAttribute('data-live') === 'true') follow(main);
+  var region = document.getElementById('refresh');
+  if (region && region.getAttribute('data-refresh-ms')) poll(region);
   listKeys();
+
+  // The daemon's and a running battery's pages: fetch the page again and swap its region in
+  // place, keeping the focus on the same link; a region without data-refresh-ms is final.
+  function poll(region) {
+    var every = Number(region.getAttribute('data-refresh-ms')) || 0;
+    function tick() {
+      fetch(location.pathname + location.search, { credentials: 'same-origin' })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (text) {
+          var next = new DOMParser().parseFromString(text, 'text/html').getElementById('refresh');
+          if (!next) return;
+          every = Number(next.getAttribute('data-refresh-ms')) || 0;
+          if (next.innerHTML === region.innerHTML) return;
+          var focused = document.activeElement;
+          var href = focused && region.contains(focused) ? focused.getAttribute('href') : null;
+          var opened = Array.prototype.map.call(region.querySelectorAll('details[open][data-key]'), function (d) {
+            return d.getAttribute('data-key');
+          });
+          next = document.adoptNode(next);
+          Array.prototype.forEach.call(next.querySelectorAll('details[data-key]'), function (d) {
+            if (opened.indexOf(d.getAttribute('data-key')) >= 0) d.open = true;
+          });
+          region.replaceWith(next);
+          region = next;
+          if (href) {
+            var same = Array.prototype.filter.call(region.querySelectorAll('a[href]'), function (a) {
+              return a.getAttribute('href') === href;
+            })[0];
+            if (same) same.focus();
+          }
+        })
+        .catch(function () { /* the next tick tries again */ })
+        .then(function () { if (every > 0) setTimeout(tick, every); });
+    }
+    if (every > 0) setTimeout(tick, every);
+  }
 
   function follow(main) {
     var id = main.getAttribute('data-run-id');
@@ -131,9 +185,9 @@ export const LIVE_JS = `'use strict';
   }
 
   function listKeys() {
-    var links = Array.prototype.slice.call(document.querySelectorAll('a.run-link'));
-    if (links.length === 0) return;
+    if (document.querySelectorAll('a.run-link').length === 0) return;
     document.addEventListener('keydown', function (event) {
+      var links = Array.prototype.slice.call(document.querySelectorAll('a.run-link'));
       if (event.altKey || event.ctrlKey || event.metaKey) return;
       var target = event.target;
       if (target && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(target.tagName)) return;

@@ -3,14 +3,31 @@ import { type HtmlValue, type SafeHtml, html } from './html.ts';
 /** Where the pages link to, besides runs: only the views whose API routes exist. */
 export interface Nav {
   readonly daemon: boolean;
+  readonly batteries: boolean;
 }
+
+/** The header's links, in order; a view whose routes are not in this server is left out. */
+const VIEWS = [
+  { href: '/', label: 'Runs', shown: (_nav: Nav) => true },
+  { href: '/batteries', label: 'Batteries', shown: (nav: Nav) => nav.batteries },
+  { href: '/daemon', label: 'Daemon', shown: (nav: Nav) => nav.daemon },
+] as const;
 
 /** A whole page: the skip link, the header's links, and `body` as the main content. */
 export function page(
   title: string,
   body: HtmlValue,
-  options: { readonly nav: Nav; readonly main?: Record<string, string> },
+  options: {
+    readonly nav: Nav;
+    readonly main?: Record<string, string>;
+    /** The header link of the view this page belongs to (`aria-current`). */
+    readonly current?: '/' | '/batteries' | '/daemon';
+  },
 ): SafeHtml {
+  const links = VIEWS.filter((view) => view.shown(options.nav)).map(
+    (view, i) =>
+      html`${i === 0 ? '' : ' · '}<a href="${view.href}"${view.href === options.current ? html` aria-current="page"` : ''}>${view.label}</a>`,
+  );
   const attributes = Object.entries(options.main ?? {}).map(([name, value]) => html` ${name}="${value}"`);
   return html`<!doctype html>
 <html lang="en">
@@ -27,7 +44,7 @@ export function page(
 <a class="skip" href="#main">Skip to content</a>
 <header>
 <span class="brand">agent-fabric</span>
-<nav aria-label="Views"><a href="/">Runs</a>${options.nav.daemon ? html` · <a href="/daemon">Daemon</a>` : ''}</nav>
+<nav aria-label="Views">${links}</nav>
 </header>
 <main id="main" tabindex="-1"${attributes}>
 ${body}
@@ -57,4 +74,14 @@ export function clip(text: string, max: number): string {
   return text.length <= max
     ? text
     : `${text.slice(0, max)}\n… ${text.length - max} more characters (in the runlog)`;
+}
+
+/**
+ * The part of a page that the script fetches again every `everyMs` and swaps in place (the
+ * daemon's status, a running battery's matrix); null: the page is final, no more asking.
+ */
+export function refreshRegion(everyMs: number | null, body: HtmlValue): SafeHtml {
+  return html`<div id="refresh"${everyMs === null ? '' : html` data-refresh-ms="${String(everyMs)}"`}>
+${body}
+</div>`;
 }

@@ -7,8 +7,13 @@ import type { Fabric } from '../../compose.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';
+import { daemonRepos, readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
+import type { BatteryHub } from '../battery-hub.ts';
 import type { RunHub } from '../run-hub.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
+import { BatteryIndex } from './battery-index.ts';
+import { batteriesPage, batteryPage } from './battery-pages.ts';
+import { type DaemonEntry, daemonPage } from './daemon-page.ts';
 import type { SafeHtml } from './html.ts';
 import type { Nav } from './layout.ts';
 import { RunIndex, type RunQuery } from './run-index.ts';
@@ -23,11 +28,15 @@ export interface ViewerDeps {
   readonly token: string | undefined;
   /** Which optional views have their API routes in this server. */
   readonly nav: Nav;
+  /** The batteries this server runs (their running cells show); others are read from their state files. */
+  readonly batteries?: BatteryHub | undefined;
   readonly liveness?: ProcessLiveness;
 }
 
 /** Runs shown on one page of the list. */
 const PAGE_SIZE = 50;
+/** Batteries shown in their list. */
+const BATTERY_LIST_SIZE = 100;
 /** The login form is a token and a path. */
 const MAX_FORM_BYTES = 8 * 1024;
 
@@ -129,6 +138,49 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
       }),
     ),
   );
+
+  if (nav.daemon) {
+    app.get(
+      '/daemon',
+      guarded(async (c) => {
+        const runsDir = fabric.config.runs_dir;
+        const entries = await Promise.all(
+          (await daemonRepos(runsDir)).map(
+            (repo): Promise<DaemonEntry> =>
+              // A repository moved or its openspec/ removed: said on the page, the others still shown.
+              readDaemonStatus(repo, runsDir).catch((error: unknown) => ({
+                repo,
+                error: errorMessage(error),
+              })),
+          ),
+        );
+        return send(c, daemonPage(entries, runsDir, nav));
+      }),
+    );
+  }
+
+  if (nav.batteries) {
+    const batteries = new BatteryIndex(fabric.config.runs_dir, deps.batteries);
+    app.get(
+      '/batteries',
+      guarded(async (c) => send(c, batteriesPage(await batteries.list(BATTERY_LIST_SIZE), nav))),
+    );
+    app.get(
+      '/batteries/:id',
+      guarded(async (c) => {
+        const id = c.req.param('id') ?? '';
+        try {
+          return send(c, batteryPage(await batteries.read(id), nav));
+        } catch (error) {
+          if (error instanceof FabricError && (error.code === 'run_not_found' || error.code === 'usage'))
+            return send(c, problemPage('Battery not found', `There is no battery "${id}" here.`, nav), 404);
+          if (error instanceof FabricError && error.code === 'runlog_corrupt')
+            return send(c, problemPage('Unreadable battery', errorMessage(error), nav), 422);
+          throw error;
+        }
+      }),
+    );
+  }
 
   app.post('/login', async (c) => {
     if (token === undefined) return c.redirect('/', 303);

@@ -49,7 +49,7 @@ export function runsPage(
   const pager = html`<nav class="pager" aria-label="Pages">${
     query.before ? html`<a href="/?${filterParams.toString()}">← Newest</a>` : ''
   }${result.more ? html`<a href="/?${older.toString()}" rel="next">Older runs →</a>` : ''}</nav>`;
-  return page('Runs', html`<h1>Runs</h1>${filters}${table}${pager}`, { nav: options.nav });
+  return page('Runs', html`<h1>Runs</h1>${filters}${table}${pager}`, { nav: options.nav, current: '/' });
 }
 
 function row(run: RunView, now: Date): SafeHtml {
