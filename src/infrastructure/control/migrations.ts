@@ -132,6 +132,29 @@ export const MIGRATIONS: readonly Migration[] = [
       'create index batteries_started_at_idx on control.batteries (started_at desc)',
     ],
   },
+  {
+    version: 5,
+    name: 'workers, run_cancels: fabric workers taking queued runs (issue 17)',
+    statements: [
+      `create table control.workers (
+        id text primary key,
+        host text not null,
+        pid integer not null,
+        specialists jsonb not null default '[]',
+        concurrency integer not null,
+        runs jsonb not null default '[]',
+        state text not null default 'running',
+        started_at timestamptz not null default now(),
+        last_heartbeat timestamptz not null default now(),
+        stopped_at timestamptz
+      )`,
+      'create index workers_state_idx on control.workers (state, last_heartbeat)',
+      `create table control.run_cancels (
+        run_id text primary key,
+        requested_at timestamptz not null default now()
+      )`,
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

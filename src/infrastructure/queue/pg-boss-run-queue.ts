@@ -1,0 +1,103 @@
+import PgBoss from 'pg-boss';
+import type { QueuedRun, RunQueue, TakenRun, TakenRunOutcome } from '../../application/run-queue.ts';
+
+/** The queue's own schema in the control plane's database; pg-boss creates and migrates it. */
+export const QUEUE_SCHEMA = 'fabric_queue';
+
+// pg-boss caps a job's expiry below 24 h. A run lasts its budget (default 30 min); a job that
+// expires anyway is failed, never retried (its run is judged by the control plane, not the job).
+const EXPIRE_IN_SECONDS = 23 * 60 * 60;
+
+/** One queue per specialist, so a worker takes only what it can run (`--specialists`). */
+export function queueNameOf(specialist: string): string {
+  return `fabric-run-${specialist}`;
+}
+
+/**
+ * The run queue on pg-boss 10 (the line that runs on Node 20), in the control plane's Postgres.
+ * Every job has `retryLimit: 0`: a job taken by a worker that dies is failed when it expires,
+ * and its run is `interrupted` by the worker registry; a job not taken waits for any worker.
+ */
+export class PgBossRunQueue implements RunQueue {
+  readonly #boss: PgBoss;
+  readonly #prepared = new Set<string>();
+  #started: Promise<unknown> | undefined;
+
+  constructor(dsn: string, options: { readonly onError?: (error: Error) => void } = {}) {
+    this.#boss = new PgBoss({
+      connectionString: dsn,
+      schema: QUEUE_SCHEMA,
+      max: 3,
+      schedule: false,
+      // Maintenance (expiring, archiving) runs in whichever process holds pg-boss's lock.
+      supervise: true,
+      application_name: 'agent-fabric queue',
+    });
+    // pg-boss emits its background faults; unheard, an 'error' event would end the process.
+    this.#boss.on('error', (error: Error) => options.onError?.(error));
+  }
+
+  async prepare(specialists: readonly string[]): Promise<void> {
+    this.#started ??= this.#boss.start();
+    await this.#started;
+    for (const specialist of specialists) {
+      if (this.#prepared.has(specialist)) continue;
+      await this.#boss.createQueue(queueNameOf(specialist), {
+        name: queueNameOf(specialist),
+        policy: 'standard',
+        retryLimit: 0,
+        expireInSeconds: EXPIRE_IN_SECONDS,
+      });
+      this.#prepared.add(specialist);
+    }
+  }
+
+  async enqueue(run: QueuedRun): Promise<void> {
+    await this.prepare([run.specialist]);
+    const id = await this.#boss.send(queueNameOf(run.specialist), toJobData(run), {
+      retryLimit: 0,
+      expireInSeconds: EXPIRE_IN_SECONDS,
+    });
+    if (id === null) throw new Error(`pg-boss did not accept run ${run.runId}`);
+  }
+
+  async take(specialists: readonly string[], limit: number): Promise<readonly TakenRun[]> {
+    await this.prepare(specialists);
+    const taken: TakenRun[] = [];
+    for (const specialist of specialists) {
+      if (taken.length >= limit) break;
+      const jobs = await this.#boss.fetch<QueuedRun>(queueNameOf(specialist), {
+        batchSize: limit - taken.length,
+      });
+      for (const job of jobs) taken.push({ jobId: job.id, run: fromJobData(job.data, specialist) });
+    }
+    return taken;
+  }
+
+  async settle(taken: TakenRun, outcome: TakenRunOutcome): Promise<void> {
+    const name = queueNameOf(taken.run.specialist);
+    if (outcome === 'ended') await this.#boss.complete(name, taken.jobId);
+    else await this.#boss.fail(name, taken.jobId, { reason: 'the run could not start' });
+  }
+
+  async close(): Promise<void> {
+    if (this.#started === undefined) return;
+    await this.#started.catch(() => {});
+    await this.#boss.stop({ graceful: false, wait: true, close: true });
+  }
+}
+
+function toJobData(run: QueuedRun): object {
+  return {
+    runId: run.runId,
+    specialist: run.specialist,
+    task: run.task,
+    ...(run.workspace === undefined ? {} : { workspace: run.workspace }),
+    ...(run.model === undefined ? {} : { model: run.model }),
+    ...(run.maxSteps === undefined ? {} : { maxSteps: run.maxSteps }),
+  };
+}
+
+function fromJobData(data: QueuedRun, specialist: string): QueuedRun {
+  return { ...data, specialist };
+}
