@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emptyState, freshRecord } from '../../../../src/application/daemon/daemon-state.ts';
+import { StateFile } from '../../../../src/infrastructure/daemon/state-file.ts';
 import type { Fabric } from '../../../../src/interfaces/compose.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import {
@@ -132,6 +134,9 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
         { match: 'Convert badly', script: [{ status: 400, body: { error: 'does not support tools' } }] },
         // The running run: one step, then the script is empty and the loop retries until the test adds the end.
         { match: 'Convert slowly', script: [convert(5)] },
+        // The battery's cells: the first answer comes late, so its page is open while it runs.
+        { match: 'Convert 7 km', script: [{ ...convert(7), delayMs: 1500 }, finishUnits('4.35 mi')] },
+        { match: 'Convert 2 km', script: [convert(2), finishUnits('1.243 mi')] },
       ],
     });
     fabric = await makeFabric(sandbox, server.url);
@@ -271,11 +276,121 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
     await page.close();
   });
 
+  it("shows a battery's matrix as its cells end, through the real runner against the fake model", async () => {
+    await mkdir(join(sandbox.dir, 'ws'), { recursive: true });
+    await writeFile(join(sandbox.dir, 'ws', 'notes.txt'), 'distances in km\n');
+    const response = await postJson(
+      `${api.url}/v1/batteries`,
+      {
+        base_dir: sandbox.dir,
+        battery: {
+          name: 'units-matrix',
+          specialist: 'units',
+          workspace: './ws',
+          models: ['qwen/qwen3-coder-30b', 'lab/ghost-1b'],
+          tasks: [
+            { id: 'km', task: `Convert 7 km to miles ${hostile}` },
+            { id: 'strict', task: 'Convert 2 km to miles', expect: { status: 'failed' } },
+          ],
+        },
+      },
+      auth,
+    );
+    expect(response.status).toBe(202);
+    const { id } = (await response.json()) as { id: string };
+    const page = await open('/batteries');
+    await page.click(`a[href="/batteries/${id}"]`);
+    await page.waitForURL(`${api.url}/batteries/${id}`);
+    expect(await page.locator('#battery-status').textContent()).toContain('▶ running');
+    // The page is swapped in place, never reloaded: what the test leaves on window stays.
+    await page.evaluate(() => {
+      (window as { kept?: number }).kept = 1;
+    });
+    await expect
+      .poll(() => page.locator('#battery-status').textContent(), { timeout: 20_000 })
+      .toContain('✓ done');
+    expect(await page.evaluate(() => (window as { kept?: number }).kept)).toBe(1);
+    const cell = (task: string, model: string) =>
+      page.locator(`tr[data-task="${task}"] td[data-model="${model}"]`);
+    expect(await cell('km', 'qwen/qwen3-coder-30b').locator('.mark').textContent()).toBe('✓ pass');
+    expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.mark').textContent()).toBe('✗ fail');
+    expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.check').textContent()).toBe('status');
+    expect(await cell('km', 'lab/ghost-1b').locator('.mark').textContent()).toBe('✗ not run');
+    expect(await cell('km', 'qwen/qwen3-coder-30b').locator('.figures').textContent()).toMatch(
+      /^2 steps · \d+ tokens · \d+\.\d s$/,
+    );
+    expect(await page.locator('table.models tbody tr').first().textContent()).toContain('50%');
+    // The hostile task text is text.
+    expect(await page.locator('tr[data-task="km"] .task').textContent()).toContain(hostile);
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.locator('main img').count()).toBe(0);
+    // Readable at phone width in dark mode: the matrix scrolls in its box, not the page.
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(
+      'rgb(13, 17, 23)',
+    );
+    // A cell links to its run, by keyboard.
+    await cell('km', 'qwen/qwen3-coder-30b').locator('.mark a').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/runs\//);
+    expect(await page.locator('#run-status').textContent()).toContain('succeeded');
+    await page.close();
+  }, 30_000);
+
+  it('shows the daemon page: a done task with its run and commit, a blocked one with its diagnostics', async () => {
+    const repo = await realpath(await mkdtemp(join(tmpdir(), 'fabric-viewer-daemon-')));
+    await mkdir(join(repo, 'openspec/changes/region'), { recursive: true });
+    await writeFile(
+      join(repo, 'openspec/changes/region/tasks.md'),
+      `## 1. Region\n- [x] 1.1 Add contains\n- [ ] 1.2 Add center ${hostile}\n- [ ] 1.3 Add union\n`,
+    );
+    const state = emptyState(repo, new Date());
+    state.tasks.push(
+      Object.assign(freshRecord('region', '1.1', 'Add contains'), {
+        status: 'done' as const,
+        attempts: 1,
+        run_ids: [ids.rust],
+        commit: 'a1b2c3d4e5f6a7b8c9d0',
+      }),
+      Object.assign(freshRecord('region', '1.2', `Add center ${hostile}`), {
+        status: 'blocked' as const,
+        attempts: 3,
+        run_ids: ['r-2', 'r-3', 'r-4'],
+        diagnostics: 'error[E0599]: no method named `center` found',
+      }),
+    );
+    await new StateFile(sandbox.runsDir, repo).save(state);
+    const page = await open('/');
+    await page.click('header nav a[href="/daemon"]');
+    await page.waitForURL(`${api.url}/daemon`);
+    const done = page.locator('tr[data-status="done"]');
+    const blocked = page.locator('tr[data-status="blocked"]');
+    expect(await done.locator('.status').textContent()).toBe('✓ done');
+    expect(await done.locator(`a[href="/runs/${ids.rust}"]`).count()).toBe(1);
+    expect(await done.textContent()).toContain('a1b2c3d4e5f6');
+    expect(await blocked.locator('.status').textContent()).toBe('✗ blocked');
+    expect(await blocked.locator('th').textContent()).toContain(hostile);
+    expect(await page.locator('tr[data-status="pending"] .status').textContent()).toBe('… pending');
+    expect(await page.locator('h3').textContent()).toContain('1 done · 1 pending · 1 blocked');
+    await blocked.locator('summary').focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => blocked.locator('details pre').isVisible()).toBe(true);
+    expect(await blocked.locator('details pre').textContent()).toContain('no method named `center`');
+    expect(await page.locator('main img').count()).toBe(0);
+    await page.close();
+    await rm(repo, { recursive: true, force: true });
+  });
+
   it('shows a not-found page for an unknown run id', async () => {
     const page = await context.newPage();
     const response = await page.goto(`${api.url}/runs/20200101T000000Z-nope00`);
     expect(response?.status()).toBe(404);
     expect(await page.locator('h1').textContent()).toBe('Run not found');
+    const battery = await page.goto(`${api.url}/batteries/bat-20200101T000000Z-nope00`);
+    expect(battery?.status()).toBe(404);
+    expect(await page.locator('h1').textContent()).toBe('Battery not found');
     await page.close();
   });
 
