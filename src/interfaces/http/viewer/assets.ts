@@ -69,6 +69,9 @@ details > summary { cursor: pointer; color: var(--muted); }
 .notice { padding: .6em .8em; border: 1px solid var(--line); background: var(--panel); border-radius: 6px; }
 header nav a[aria-current=page] { font-weight: 600; text-decoration: none; }
 tbody th { font-size: 1em; color: var(--fg); font-weight: normal; }
+th .task { display: block; color: var(--muted); font-size: .9em; max-width: 40ch; }
+h2 { font-size: 1.1em; margin: 1.2em 0 .5em; }
+h3 { font-size: 1em; margin: 1em 0 .4em; }
 .status-done { color: var(--good); }
 .status-blocked { color: var(--bad); }
 .status-pending { color: var(--muted); }

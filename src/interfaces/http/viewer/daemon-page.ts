@@ -90,7 +90,8 @@ function figureText(figures: DaemonTaskFigures): string {
   const parts: string[] = [];
   if (figures.seconds !== null) parts.push(duration(figures.seconds * 1000));
   parts.push(`${figures.tokens} tokens`);
-  if (figures.files_changed !== null) parts.push(`${figures.files_changed} files`);
+  if (figures.files_changed !== null)
+    parts.push(`${figures.files_changed} ${figures.files_changed === 1 ? 'file' : 'files'}`);
   if (figures.lines_added !== null || figures.lines_removed !== null)
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
   if (figures.tests_passed !== null) parts.push(`${figures.tests_passed} tests passed`);
