@@ -85,6 +85,7 @@ table.matrix td { min-width: 10rem; }
 .cell-running .mark { color: var(--warn); }
 .cell .check { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .cell .figures { display: block; }
+ul.checks { margin: .3em 0; padding-left: 1.2em; list-style: none; }
 @media (max-width: 40rem) {
   main { padding: .6em; }
   th.wide, td.wide { display: none; }

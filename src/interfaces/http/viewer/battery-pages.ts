@@ -130,5 +130,23 @@ function done(cell: CellResult, prefix: string): SafeHtml {
   return html`<div class="cell ${cell.passed ? 'cell-pass' : 'cell-fail'}">${prefix}<span class="mark">${label}</span>
 ${cell.failed_check === null ? '' : html` <span class="check">${cell.failed_check}</span>`}
 ${figures ? html`<span class="meta figures">${figures}</span>` : ''}
-${cell.error ? html`<details data-key="${cellId(cell)}"><summary>Why</summary><pre>${clip(cell.error, 4000)}</pre></details>` : ''}</div>`;
+${details(cell)}</div>`;
+}
+
+const CHECK_MARKS = { passed: '✓', failed: '✗', skipped: '–' } as const;
+
+/** Why a cell failed, and each of its checks with its outcome; nothing for a clean pass. */
+function details(cell: CellResult): SafeHtml | string {
+  const checks = cell.checks ?? [];
+  if (cell.error === null && !checks.some((check) => check.outcome !== 'passed')) return '';
+  return html`<details data-key="${cellId(cell)}"><summary>${cell.passed ? 'Checks' : 'Why'}</summary>
+${cell.error === null ? '' : html`<pre>${clip(cell.error, 4000)}</pre>`}
+${
+  checks.length === 0
+    ? ''
+    : html`<ul class="checks">${checks.map(
+        (check) =>
+          html`<li>${CHECK_MARKS[check.outcome]} <span class="check">${check.check}</span>${check.message ? html` <span class="meta">${clip(check.message, 500)}</span>` : ''}</li>`,
+      )}</ul>`
+}</details>`;
 }

@@ -66,6 +66,10 @@ function batteryState(id: string, status: BatteryState['status']): BatteryState 
         passed: false,
         failed_check: 'command: cargo test',
         error: `test failed: ${hostile}`,
+        checks: [
+          { check: 'status', outcome: 'passed', message: 'succeeded' },
+          { check: 'command: cargo test', outcome: 'failed', message: `exit 101 ${hostile}` },
+        ],
       }),
       cell('ft', 'lab/alpha', {
         status: 'not_run',
@@ -167,6 +171,10 @@ describe('the battery and daemon pages', () => {
     expect(cellOf('km', 'lab/beta')).toContain('✗ fail');
     expect(cellOf('km', 'lab/beta')).toContain('<span class="check">command: cargo test</span>');
     expect(cellOf('km', 'lab/beta')).toContain('test failed: &lt;img');
+    expect(cellOf('km', 'lab/beta')).toContain('✓ <span class="check">status</span>');
+    expect(cellOf('km', 'lab/beta')).toContain(
+      '✗ <span class="check">command: cargo test</span> <span class="meta">exit 101 &lt;img',
+    );
     expect(cellOf('ft', 'lab/alpha')).toContain('✗ not run');
     expect(cellOf('ft', 'lab/alpha')).toContain('lab/alpha is not loaded on any server');
     expect(cellOf('ft', 'lab/beta')).toContain('… waiting');

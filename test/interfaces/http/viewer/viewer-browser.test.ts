@@ -314,7 +314,9 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
       page.locator(`tr[data-task="${task}"] td[data-model="${model}"]`);
     expect(await cell('km', 'qwen/qwen3-coder-30b').locator('.mark').textContent()).toBe('✓ pass');
     expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.mark').textContent()).toBe('✗ fail');
-    expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.check').textContent()).toBe('status');
+    expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.cell > .check').textContent()).toBe(
+      'status',
+    );
     expect(await cell('km', 'lab/ghost-1b').locator('.mark').textContent()).toBe('✗ not run');
     expect(await cell('km', 'qwen/qwen3-coder-30b').locator('.figures').textContent()).toMatch(
       /^2 steps · \d+ tokens · \d+\.\d s$/,
