@@ -22,7 +22,8 @@ function script(runs: number): ScriptedTurn[] {
   return Array.from({ length: runs }, () => [convert, convert, convert, convert, finish]).flat();
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+// Generous bounds: a loaded 2-core machine may take a while; only a run that never ends fails.
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -123,5 +124,5 @@ describe('many runs in one fabric serve process, with the default embedded contr
     } finally {
       await store.close();
     }
-  }, 120_000);
+  }, 300_000);
 });
