@@ -2,14 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { runFabricInProcess } from '../../support/fabric-cli.ts';
 
 describe('fabric mcp --help', () => {
-  it('explains how to add the fabric to an MCP client', async () => {
+  it('explains how to add the installed fabric to an MCP client, not through npx', async () => {
     const result = await runFabricInProcess(['mcp', '--help'], { env: {}, cwd: process.cwd() });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/Usage: fabric mcp/);
     const snippet = result.stdout.slice(result.stdout.indexOf('{'), result.stdout.lastIndexOf('}') + 1);
     expect(JSON.parse(snippet)).toMatchObject({
       mcpServers: {
-        'agent-fabric': { command: 'npx', args: ['fabric', 'mcp', '--config', expect.any(String)] },
+        // `npx fabric` outside a project that installed agent-fabric fetches an unrelated package.
+        'agent-fabric': { command: 'fabric', args: ['mcp', '--config', expect.any(String)] },
       },
     });
   });
