@@ -14,7 +14,10 @@ export interface ControlMirrorOptions {
   readonly batchSize?: number;
   /** After a failed write, events are dropped (left for backfill and `sync`) this long before trying again. */
   readonly retryAfterMs?: number;
-  /** A write that has not settled after this long counts as failed: a stalled database must not pile up events. */
+  /**
+   * A write that has not settled after this long counts as failed: a stalled database must not
+   * pile up events. Default 15 s for a server, 120 s for the embedded database.
+   */
   readonly writeTimeoutMs?: number;
   /** Events queued beyond this are dropped (left for backfill), so memory stays bounded whatever the store does. */
   readonly maxQueued?: number;
@@ -86,7 +89,9 @@ export class ControlMirror implements RunObserver {
     this.#interval = options.flushIntervalMs ?? 100;
     this.#batchSize = options.batchSize ?? 50;
     this.#retryAfter = options.retryAfterMs ?? 30_000;
-    this.#writeTimeout = options.writeTimeoutMs ?? 15_000;
+    // The embedded database's first write waits for it to be created and started, which on a
+    // loaded machine takes a while; a server that does not answer in 15 s is taken as stalled.
+    this.#writeTimeout = options.writeTimeoutMs ?? (store?.kind === 'pglite' ? 120_000 : 15_000);
     this.#maxQueued = options.maxQueued ?? 20_000;
     this.#flushTimeout = options.flushTimeoutMs ?? (store?.kind === 'pglite' ? 20_000 : 2_000);
   }
