@@ -31,6 +31,20 @@ export interface Validator {
   validate(signal: AbortSignal): Promise<ValidationReport>;
 }
 
+/** Clippy's warnings on the tree as it is, or why there is no figure (not allowed, failed to run). */
+export type ClippyCount =
+  | { readonly warnings: number }
+  | { readonly warnings: null; readonly reason: string };
+
+/**
+ * Counts `cargo clippy` warnings through the validation's sandbox, where the specialist's
+ * allowlist allows clippy (SPEC §11's code-quality figures). A clippy that cannot run is a null
+ * count with its reason, never an error: it must not fail a task.
+ */
+export interface ClippyCounter {
+  countClippy(signal: AbortSignal): Promise<ClippyCount>;
+}
+
 /** Where the daemon's state lives outside the repository (a file under the runs directory). */
 export interface DaemonStateStore {
   /** The saved state, or null before the first daemon ran on this repository. */

@@ -22,6 +22,12 @@ export interface DaemonTaskRecord {
   lines_added: number | null;
   lines_removed: number | null;
   tests_passed: number | null;
+  /** Clippy warnings on the last commit before the first attempt; null when not counted. */
+  clippy_before: number | null;
+  /** Clippy warnings after the validated attempt; null when not counted. */
+  clippy_after: number | null;
+  /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
+  clippy_note: string | null;
 }
 
 /** Backend connection health as the daemon saw it. */
@@ -77,5 +83,8 @@ export function freshRecord(change: string, id: string, text: string): DaemonTas
     lines_added: null,
     lines_removed: null,
     tests_passed: null,
+    clippy_before: null,
+    clippy_after: null,
+    clippy_note: null,
   };
 }

@@ -4,14 +4,18 @@ import type { SqlQuery } from './sql-executor.ts';
 
 const UPSERT = `insert into control.daemon_tasks (
     repo, change, task_id, text, status, attempts, run_ids, commit, diagnostics, started_at, ended_at,
-    seconds, tokens, files_changed, lines_added, lines_removed, tests_passed, updated_at)
-  values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now())
+    seconds, tokens, files_changed, lines_added, lines_removed, tests_passed,
+    clippy_before, clippy_after, clippy_note, updated_at)
+  values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+    $18, $19, $20, now())
   on conflict (repo, change, task_id) do update set
     text = excluded.text, status = excluded.status, attempts = excluded.attempts,
     run_ids = excluded.run_ids, commit = excluded.commit, diagnostics = excluded.diagnostics,
     started_at = excluded.started_at, ended_at = excluded.ended_at, seconds = excluded.seconds,
     tokens = excluded.tokens, files_changed = excluded.files_changed, lines_added = excluded.lines_added,
-    lines_removed = excluded.lines_removed, tests_passed = excluded.tests_passed, updated_at = now()`;
+    lines_removed = excluded.lines_removed, tests_passed = excluded.tests_passed,
+    clippy_before = excluded.clippy_before, clippy_after = excluded.clippy_after,
+    clippy_note = excluded.clippy_note, updated_at = now()`;
 
 /** Writes (or rewrites) a task's row of `control.daemon_tasks`: one statement, idempotent. */
 export async function upsertDaemonTask(db: SqlQuery, repo: string, task: DaemonTaskRecord): Promise<void> {
@@ -34,6 +38,10 @@ export async function upsertDaemonTask(db: SqlQuery, repo: string, task: DaemonT
     task.lines_added,
     task.lines_removed,
     task.tests_passed,
+    // A record read from a state file older than the clippy figures lacks them.
+    task.clippy_before ?? null,
+    task.clippy_after ?? null,
+    task.clippy_note ?? null,
   ]);
 }
 

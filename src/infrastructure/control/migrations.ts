@@ -155,6 +155,15 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 6,
+    name: 'daemon_tasks: clippy warnings before and after a task, and why a figure is missing (SPEC §11)',
+    statements: [
+      'alter table control.daemon_tasks add column clippy_before integer',
+      'alter table control.daemon_tasks add column clippy_after integer',
+      'alter table control.daemon_tasks add column clippy_note text',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */
