@@ -1,6 +1,12 @@
 import { errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
-import type { DaemonStateStore, DaemonTaskSink, TaskRunner, Validator } from './daemon-ports.ts';
+import type {
+  ClippyCounter,
+  DaemonStateStore,
+  DaemonTaskSink,
+  TaskRunner,
+  Validator,
+} from './daemon-ports.ts';
 import type { DaemonEvent, StampedDaemonEvent } from './daemon-events.ts';
 import { type DaemonState, type DaemonTaskRecord, emptyState, freshRecord } from './daemon-state.ts';
 import { findRecord, taskView } from './daemon-status.ts';
@@ -17,6 +23,8 @@ export interface CompletionDaemonDeps {
   readonly validator: Validator;
   readonly state: DaemonStateStore;
   readonly sink?: DaemonTaskSink | undefined;
+  /** Clippy's warnings before and after each task; none: no clippy figures. */
+  readonly clippy?: ClippyCounter | undefined;
   readonly clock: Clock;
   readonly owner: { readonly pid: number; readonly host: string };
   readonly onEvent: (event: StampedDaemonEvent) => void;
@@ -154,6 +162,8 @@ export class CompletionDaemon {
     record.started_at = new Date(startedMs).toISOString();
     let runMs = 0;
     let validationMs = 0;
+    // The tree is at the last commit: the figure the validated attempt is compared with.
+    let clippyMs = await this.#countClippy(record, 'clippy_before', signal);
     let feedback: string | null = null;
     while (record.attempts < this.#options.maxAttempts) {
       if (signal.aborted) return this.#cancel(record);
@@ -213,6 +223,8 @@ export class CompletionDaemon {
         this.#retry(record, feedback);
         continue;
       }
+      clippyMs += await this.#countClippy(record, 'clippy_after', signal);
+      if (signal.aborted) return this.#cancel(record);
       try {
         await this.#deps.openspec.tick(change.id, task);
         const message = commitMessage(change.id, task, result.run_id, attempt, this.#options.maxAttempts);
@@ -236,8 +248,11 @@ export class CompletionDaemon {
           seconds: record.seconds ?? 0,
           tokens: record.tokens,
           validation_ms: validationMs,
-          // What the daemon itself cost beyond the runs and the validation: prompt, tick, git, state.
-          overhead_ms: endMs - startedMs - runMs - validationMs,
+          clippy_before: record.clippy_before,
+          clippy_after: record.clippy_after,
+          clippy_ms: clippyMs,
+          // What the daemon itself cost beyond the runs, validation and clippy: prompt, tick, git, state.
+          overhead_ms: endMs - startedMs - runMs - validationMs - clippyMs,
         });
         return 'done';
       } catch (error) {
@@ -246,6 +261,30 @@ export class CompletionDaemon {
       }
     }
     return this.#block(record, feedback ?? 'no attempt was accepted');
+  }
+
+  /**
+   * Records clippy's warning count in the given field, or null and why; returns the time it took.
+   * A counter that throws is a null figure too: a figure never fails a task.
+   */
+  async #countClippy(
+    record: DaemonTaskRecord,
+    field: 'clippy_before' | 'clippy_after',
+    signal: AbortSignal,
+  ): Promise<number> {
+    const counter = this.#deps.clippy;
+    if (counter === undefined || signal.aborted) return 0;
+    const start = this.#deps.clock.now().getTime();
+    const count = await counter
+      .countClippy(signal)
+      .catch((error: unknown) => ({ warnings: null, reason: errorMessage(error) }) as const);
+    record[field] = count.warnings;
+    // One reason when both figures are missing for the same one (clippy not allowed).
+    if (count.warnings === null && count.reason !== record.clippy_note) {
+      const note = field === 'clippy_before' ? count.reason : `after the task: ${count.reason}`;
+      record.clippy_note = record.clippy_note === null ? note : `${record.clippy_note}; ${note}`;
+    }
+    return this.#deps.clock.now().getTime() - start;
   }
 
   #retry(record: DaemonTaskRecord, diagnostics: string): void {

@@ -37,6 +37,11 @@ export type DaemonEvent =
       readonly tokens: number;
       /** Time in the validation commands (cargo build, cargo test), all attempts. */
       readonly validation_ms: number;
+      /** Clippy warnings before the first attempt and after the validated one; null when not counted. */
+      readonly clippy_before: number | null;
+      readonly clippy_after: number | null;
+      /** Time counting clippy's warnings, before and after. */
+      readonly clippy_ms: number;
       /** The daemon's own time: task text, tick, git status/add/commit, state writes. */
       readonly overhead_ms: number;
     }

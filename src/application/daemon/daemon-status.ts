@@ -23,6 +23,11 @@ export interface DaemonTaskFigures {
   readonly lines_added: number | null;
   readonly lines_removed: number | null;
   readonly tests_passed: number | null;
+  /** Clippy warnings on the last commit before the task and after its validated attempt. */
+  readonly clippy_before: number | null;
+  readonly clippy_after: number | null;
+  /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
+  readonly clippy_note: string | null;
   readonly diagnostics: string | null;
 }
 
@@ -151,6 +156,10 @@ export function buildStatus(
         lines_added: task.lines_added,
         lines_removed: task.lines_removed,
         tests_passed: task.tests_passed,
+        // State files written before clippy was counted lack the fields.
+        clippy_before: task.clippy_before ?? null,
+        clippy_after: task.clippy_after ?? null,
+        clippy_note: task.clippy_note ?? null,
         diagnostics: task.diagnostics,
       })),
     },

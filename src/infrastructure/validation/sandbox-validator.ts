@@ -1,6 +1,11 @@
 import { realpath } from 'node:fs/promises';
 import * as v from 'valibot';
-import type { ValidationReport, Validator } from '../../application/daemon/daemon-ports.ts';
+import type {
+  ClippyCount,
+  ClippyCounter,
+  ValidationReport,
+  Validator,
+} from '../../application/daemon/daemon-ports.ts';
 import { type SandboxConfig, SandboxSchema } from '../../config/schema.ts';
 import { errorMessage, FabricError } from '../../domain/errors.ts';
 import { DEFAULT_RUST_COMMANDS } from '../packs/rust/rust-pack.ts';
@@ -8,6 +13,7 @@ import { splitCommand } from '../sandbox/argv.ts';
 import { checkCommand, parseAllowlist } from '../sandbox/command-policy.ts';
 import { CommandSandbox } from '../sandbox/command-sandbox.ts';
 import { recordPathsIn } from '../sandbox/record-paths.ts';
+import { CLIPPY_COMMAND, CLIPPY_OUTPUT_LIMIT, clippyCount } from './clippy-count.ts';
 
 /** Output kept per command in the report (its tail: where cargo puts the errors and the summary). */
 const REPORT_TAIL = 6000;
@@ -28,14 +34,22 @@ export interface SandboxValidatorOptions {
 /**
  * Runs the daemon's validation commands through the rust pack's command sandbox: the same argv
  * policy and allowlist as `shell`, bubblewrap where it works, a scrubbed environment and limits.
+ * Counts clippy's warnings through the same sandbox, when the allowlist allows clippy.
  */
-export class SandboxValidator implements Validator {
+export class SandboxValidator implements Validator, ClippyCounter {
   readonly #sandbox: CommandSandbox;
   readonly #commands: readonly string[];
+  /** Why clippy may not run here; undefined when the allowlist allows it. */
+  readonly #clippyRefused: string | undefined;
 
-  private constructor(sandbox: CommandSandbox, commands: readonly string[]) {
+  private constructor(
+    sandbox: CommandSandbox,
+    commands: readonly string[],
+    clippyRefused: string | undefined,
+  ) {
     this.#sandbox = sandbox;
     this.#commands = commands;
+    this.#clippyRefused = clippyRefused;
   }
 
   /** Builds the validator; a command the sandbox would refuse is a `usage` error now, not at the first task. */
@@ -81,7 +95,25 @@ export class SandboxValidator implements Validator {
         configFile: options.configFile,
       }),
     });
-    return new SandboxValidator(sandbox, options.commands);
+    let clippyRefused: string | undefined;
+    try {
+      checkCommand(CLIPPY_COMMAND, { allowed, root });
+    } catch {
+      // The policy's own message is written for the model; this one is for a person.
+      clippyRefused = `cargo clippy is not in the specialist's sandbox.allowed_commands (${config.allowed_commands.join(', ') || 'none'})`;
+    }
+    return new SandboxValidator(sandbox, options.commands, clippyRefused);
+  }
+
+  /** Clippy's warnings on the tree as it is; null and why when clippy is not allowed or fails. */
+  async countClippy(signal: AbortSignal): Promise<ClippyCount> {
+    if (this.#clippyRefused !== undefined) return { warnings: null, reason: this.#clippyRefused };
+    try {
+      // Checked against the allowlist above; trusted only for the larger output cap its JSON needs.
+      return clippyCount(await this.#sandbox.runTrusted(CLIPPY_COMMAND, signal, CLIPPY_OUTPUT_LIMIT));
+    } catch (error) {
+      return { warnings: null, reason: `cargo clippy was not run: ${errorMessage(error)}` };
+    }
   }
 
   async validate(signal: AbortSignal): Promise<ValidationReport> {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { CompletionDaemon } from '../../../src/application/daemon/completion-daemon.ts';
 import type {
+  ClippyCount,
+  ClippyCounter,
   DaemonStateStore,
   TaskRunner,
   TaskRunResult,
@@ -102,6 +104,19 @@ class ScriptedValidator implements Validator {
   }
 }
 
+/** Clippy answering from a queue of counts; an Error in the queue is thrown. */
+class ScriptedClippy implements ClippyCounter {
+  #answers: (ClippyCount | Error)[];
+  constructor(answers: (ClippyCount | Error)[]) {
+    this.#answers = answers;
+  }
+  async countClippy(): Promise<ClippyCount> {
+    const answer = this.#answers.shift() ?? { warnings: 0 };
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }
+}
+
 function runResult(runId: string, status: 'succeeded' | 'failed'): RunResult {
   return {
     run_id: runId,
@@ -129,6 +144,7 @@ function daemon(parts: {
   git?: MemoryRepo;
   runner: ScriptedRunner;
   validator?: ScriptedValidator;
+  clippy?: ClippyCounter;
   state?: MemoryState;
   maxAttempts?: number;
   retryBlocked?: boolean;
@@ -142,6 +158,7 @@ function daemon(parts: {
       git: parts.git ?? new MemoryRepo(),
       runner: parts.runner,
       validator: parts.validator ?? new ScriptedValidator([]),
+      clippy: parts.clippy,
       state: parts.state ?? new MemoryState(),
       clock: {
         now: () => {
@@ -253,6 +270,53 @@ describe('CompletionDaemon', () => {
       new AbortController().signal,
     );
     expect(afterEdit.texts).toHaveLength(1);
+  });
+
+  it('counts clippy before the first attempt and after the validated one; a clippy that fails is a null figure, never a failed task', async () => {
+    const openspec = new MemoryOpenSpec([change('a', [task('1.1', 'A one'), task('1.2', 'A two')])]);
+    const state = new MemoryState();
+    const clippy = new ScriptedClippy([
+      { warnings: 1 },
+      { warnings: 3 },
+      new Error('cargo clippy crashed'),
+      { warnings: null, reason: 'cargo clippy ended: timeout' },
+    ]);
+    const validator = new ScriptedValidator([false, true, true]);
+    const { instance, events } = daemon({
+      openspec,
+      runner: new ScriptedRunner([]),
+      validator,
+      clippy,
+      state,
+    });
+    expect(await instance.run(new AbortController().signal)).toEqual({ cancelled: false, blocked: 0 });
+    const [first, second] = state.state!.tasks;
+    // Counted once before (not per attempt) and once after the attempt that validated.
+    expect(first).toMatchObject({ attempts: 2, clippy_before: 1, clippy_after: 3, clippy_note: null });
+    expect(second).toMatchObject({
+      status: 'done',
+      clippy_before: null,
+      clippy_after: null,
+      clippy_note: 'cargo clippy crashed; after the task: cargo clippy ended: timeout',
+    });
+    const done = events.find((e) => e.event === 'task_done');
+    expect(done?.event === 'task_done' && [done.clippy_before, done.clippy_after]).toEqual([1, 3]);
+  });
+
+  it('has no clippy figures, and says why once, when clippy is not allowed', async () => {
+    const openspec = new MemoryOpenSpec([change('a', [task('1.1', 'A one')])]);
+    const state = new MemoryState();
+    const refused = { warnings: null, reason: 'cargo clippy is not in the allowlist' } as const;
+    const clippy = new ScriptedClippy([refused, refused]);
+    await daemon({ openspec, runner: new ScriptedRunner([]), clippy, state }).instance.run(
+      new AbortController().signal,
+    );
+    expect(state.state!.tasks[0]).toMatchObject({
+      status: 'done',
+      clippy_before: null,
+      clippy_after: null,
+      clippy_note: 'cargo clippy is not in the allowlist',
+    });
   });
 
   it('restores the tree and stops when cancelled mid-run, leaving the task pending', async () => {

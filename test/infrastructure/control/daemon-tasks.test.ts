@@ -33,6 +33,8 @@ describe('control.daemon_tasks', () => {
       lines_added: 9,
       lines_removed: 1,
       tests_passed: 3,
+      clippy_before: 0,
+      clippy_after: 1,
     });
     await store.recordDaemonTask('/repo', task);
     await store.recordDaemonTask('/other', freshRecord('alpha', '1.2', 'Add double'));
@@ -49,6 +51,21 @@ describe('control.daemon_tasks', () => {
       tokens: 240,
       files_changed: 2,
       tests_passed: 3,
+      clippy_before: 0,
+      clippy_after: 1,
+      clippy_note: null,
+    });
+  });
+
+  it('keeps why a clippy figure is missing', async () => {
+    const task = freshRecord('alpha', '1.3', 'Add half');
+    Object.assign(task, { status: 'done', clippy_note: 'cargo clippy is not allowed' });
+    await store.recordDaemonTask('/repo', task);
+    const row = (await store.daemonTasks('/repo')).find((r) => r.task_id === '1.3');
+    expect(row).toMatchObject({
+      clippy_before: null,
+      clippy_after: null,
+      clippy_note: 'cargo clippy is not allowed',
     });
   });
 });
