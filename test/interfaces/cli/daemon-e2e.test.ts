@@ -243,6 +243,56 @@ describe('fabric daemon on a real git repository with a real crate', () => {
     expect(human.stdout).toContain('[!] 1.1 Add triple');
   }, 240_000);
 
+  it('records clippy warnings before and after a task where the allowlist allows cargo clippy', async () => {
+    const repo = await daemonRepo({ 'openspec/changes/lint/tasks.md': '- [ ] 1.1 Add half\n' });
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: MODELS,
+      byTask: [
+        {
+          match: taskKey('lint', '1.1'),
+          script: [
+            // Builds and passes its test, with one needless `return` for clippy to warn about.
+            calls(addModule('half'), writeModule('half', 'return x / 2;', 'assert_eq!(super::half(4), 2);')),
+            finish('Added half.'),
+          ],
+        },
+      ],
+    });
+    const allowed = [...config.specialists.rust.sandbox.allowed_commands, 'cargo clippy'];
+    sandbox = await makeSandbox({
+      specialists: {
+        rust: { ...config.specialists.rust, sandbox: { allowed_commands: allowed, timeout_s: 120 } },
+      },
+    });
+    const env = testEnv(sandbox, server.url);
+    const run = await spawnFabric(['daemon', '--repo', repo, '--once', '--config', sandbox.configPath], {
+      env,
+      cwd: sandbox.dir,
+    });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const status = await spawnFabric(
+      ['daemon', 'status', '--repo', repo, '--config', sandbox.configPath, '--json'],
+      { env, cwd: sandbox.dir },
+    );
+    const body = JSON.parse(status.stdout) as { stats: { tasks: Record<string, unknown>[] } };
+    expect(body.stats.tasks).toEqual([
+      expect.objectContaining({
+        id: '1.1',
+        status: 'done',
+        clippy_before: 0,
+        clippy_after: 1,
+        clippy_note: null,
+      }),
+    ]);
+    const human = await spawnFabric(['daemon', 'status', '--repo', repo, '--config', sandbox.configPath], {
+      env,
+      cwd: sandbox.dir,
+    });
+    expect(human.stdout).toContain('clippy warnings 0 → 1');
+    expect(await git(repo, 'status', '--porcelain')).toBe('');
+  }, 120_000);
+
   it('refuses a dirty tree and leaves the edit alone', async () => {
     const repo = await daemonRepo({ 'openspec/changes/alpha/tasks.md': '- [ ] 1.1 Something\n' });
     await writeFile(join(repo, 'src/lib.rs'), '// my unsaved idea\n');

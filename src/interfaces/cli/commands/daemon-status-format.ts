@@ -1,10 +1,11 @@
-import type { DaemonStatus } from '../../../application/daemon/daemon-status.ts';
+import type { DaemonStatus, DaemonTaskFigures } from '../../../application/daemon/daemon-status.ts';
 
 /** `fabric daemon status` for a person. */
 export function formatStatus(status: DaemonStatus): string {
   const lines = [
     `${status.repo} · daemon ${status.daemon.running ? `running (pid ${status.daemon.pid})` : 'not running'}`,
   ];
+  const figures = new Map(status.stats.tasks.map((task) => [`${task.change}\n${task.id}`, task]));
   for (const change of status.changes) {
     if (change.error !== undefined) {
       lines.push(`\n${change.id}: cannot be read: ${change.error}`);
@@ -20,6 +21,8 @@ export function formatStatus(status: DaemonStatus): string {
         .filter(Boolean)
         .join(', ');
       lines.push(`  ${mark} ${task.id} ${task.text}${extra === '' ? '' : `  (${task.status}; ${extra})`}`);
+      const own = figures.get(`${task.change}\n${task.id}`);
+      if (task.status === 'done' && own !== undefined) lines.push(`      ${figureLine(own)}`);
     }
   }
   const s = status.stats;
@@ -34,4 +37,26 @@ export function formatStatus(status: DaemonStatus): string {
     `backend ${b.state}${b.last_ok === null ? '' : `, last ok ${b.last_ok}`}, failures ${b.failures}${b.backoff_s > 0 ? `, backing off ${b.backoff_s}s` : ''}`,
   );
   return `${lines.join('\n')}\n`;
+}
+
+/** `2 files, +9 −1, 3 tests passed, clippy warnings 0 → 1` (or why clippy has no figure). */
+export function figureLine(figures: DaemonTaskFigures): string {
+  const parts: string[] = [];
+  if (figures.files_changed !== null)
+    parts.push(`${figures.files_changed} ${figures.files_changed === 1 ? 'file' : 'files'}`);
+  if (figures.lines_added !== null || figures.lines_removed !== null)
+    parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
+  if (figures.tests_passed !== null) parts.push(`${figures.tests_passed} tests passed`);
+  parts.push(clippyText(figures));
+  return parts.join(', ');
+}
+
+/** Clippy's figures for a person: `clippy warnings 0 → 1`, or `clippy: –` and why. */
+export function clippyText(figures: DaemonTaskFigures): string {
+  const shown = (count: number | null) => (count === null ? '–' : String(count));
+  const counts =
+    figures.clippy_before === null && figures.clippy_after === null
+      ? 'clippy warnings –'
+      : `clippy warnings ${shown(figures.clippy_before)} → ${shown(figures.clippy_after)}`;
+  return figures.clippy_note === null ? counts : `${counts} (${figures.clippy_note})`;
 }

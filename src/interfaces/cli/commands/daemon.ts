@@ -51,7 +51,8 @@ Options:
   -h, --help              show this help
 
 Status (\`fabric daemon status\`): tasks done / pending / blocked per change, attempts, success
-rates, time and tokens per task, backend health; --json prints
+rates, time and tokens per task, files and lines changed, tests passed, clippy warnings before
+and after (where sandbox.allowed_commands allows cargo clippy), backend health; --json prints
 { changes: [{ id, done, pending, blocked, tasks }], stats, backend }.
 
 Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_DAEMON_INTERVAL.
@@ -123,6 +124,8 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       git: new GitRepository(repo, [config.runs_dir]),
       runner,
       validator,
+      // Clippy's warnings before and after each task, through the same sandbox (where allowed).
+      clippy: validator,
       state: new StateFile(config.runs_dir, repo),
       clock: systemClock,
       owner: { pid: process.pid, host: hostname() },

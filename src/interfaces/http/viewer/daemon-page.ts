@@ -95,6 +95,10 @@ function figureText(figures: DaemonTaskFigures): string {
   if (figures.lines_added !== null || figures.lines_removed !== null)
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
   if (figures.tests_passed !== null) parts.push(`${figures.tests_passed} tests passed`);
+  const count = (n: number | null) => (n === null ? '—' : String(n));
+  if (figures.clippy_before !== null || figures.clippy_after !== null)
+    parts.push(`clippy warnings ${count(figures.clippy_before)} → ${count(figures.clippy_after)}`);
+  if (figures.clippy_note !== null) parts.push(`clippy: ${figures.clippy_note}`);
   return parts.join(' · ');
 }
 

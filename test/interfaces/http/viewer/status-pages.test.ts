@@ -123,12 +123,15 @@ describe('the battery and daemon pages', () => {
         commit: '0123456789abcdef0123',
         seconds: 42,
         tokens: 1200,
+        clippy_before: 0,
+        clippy_after: 1,
       }),
       Object.assign(freshRecord('alpha', '1.2', `Second ${hostile}`), {
         status: 'blocked' as const,
         attempts: 3,
         run_ids: ['run-two', 'run-three', 'run-four'],
         diagnostics: `error[E0425]: ${hostile}`,
+        clippy_note: 'cargo clippy exited with code 101',
       }),
     );
     state.backend = { state: 'down', last_ok: null, failures: 2, backoff_s: 8, last_error: 'refused' };
@@ -150,7 +153,8 @@ describe('the battery and daemon pages', () => {
     );
     expect(text).toContain('0123456789ab');
     expect(text).toContain('✗ down · 2 failures · backing off 8 s');
-    expect(text).toContain('42.0 s · 1200 tokens');
+    expect(text).toContain('42.0 s · 1200 tokens · clippy warnings 0 → 1');
+    expect(text).toContain('clippy: cargo clippy exited with code 101');
   });
 
   it('shows the matrix: a row per task, a column per model, each cell passed or failed with its check', async () => {
