@@ -22,6 +22,7 @@ import { FabricError, errorMessage } from '../domain/errors.ts';
 import type { RunResult } from '../domain/run-result.ts';
 import { ControlPlane } from '../infrastructure/control/control-plane.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
+import { type QueueServices, openRunQueue } from '../infrastructure/queue/open-run-queue.ts';
 import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
 import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
@@ -97,6 +98,8 @@ export class Fabric {
   readonly #options: FabricOptions;
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
   #control: Promise<ControlPlane | null> | undefined;
+  /** The run queue and worker registry (`queue: postgres`), opened on first use. */
+  #queue: Promise<QueueServices> | undefined;
   readonly #inflight = new Set<Promise<unknown>>();
   /** Runs are numbered as they start: the limiter serves earlier runs first. */
   #runsStarted = 0;
@@ -164,6 +167,31 @@ export class Fabric {
     return this.#controlPlane().then((plane) => plane?.store ?? null);
   }
 
+  /**
+   * The run queue and the worker registry, in the control plane's Postgres, when the config
+   * says `queue: postgres` (issue 17: `POST /v1/runs` enqueues, `fabric worker`s run); null when
+   * runs execute in-process. Opened once, on first use; an open that failed is tried again.
+   */
+  runQueue(): Promise<QueueServices | null> {
+    const dsn = this.config.control.dsn;
+    if (this.config.queue !== 'postgres' || dsn === undefined) return Promise.resolve(null);
+    if (this.#closing !== null)
+      return Promise.reject(
+        new FabricError('usage', 'This fabric is closed; create another to use the queue.'),
+      );
+    this.#queue ??= openRunQueue(dsn, {
+      onError: (error) => this.#options.onDegraded?.(`run queue: ${errorMessage(error)}`),
+    }).catch((error: unknown) => {
+      this.#queue = undefined;
+      throw new FabricError(
+        'internal',
+        `The run queue could not be opened on the control database (${errorMessage(error)}); check control.dsn / FABRIC_DSN.`,
+        { cause: error },
+      );
+    });
+    return this.#queue;
+  }
+
   /** The process's control plane; opened once, on first use. */
   #controlPlane(): Promise<ControlPlane | null> {
     this.#control ??= this.#openControlPlane();
@@ -217,6 +245,7 @@ export class Fabric {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await Promise.allSettled([...this.#inflight]);
+      await (await this.#queue?.catch(() => undefined))?.close();
       await (await this.#control)?.close();
     })();
     return this.#closing;

@@ -42,12 +42,22 @@ export class PgBossRunQueue implements RunQueue {
     await this.#started;
     for (const specialist of specialists) {
       if (this.#prepared.has(specialist)) continue;
-      await this.#boss.createQueue(queueNameOf(specialist), {
-        name: queueNameOf(specialist),
-        policy: 'standard',
-        retryLimit: 0,
-        expireInSeconds: EXPIRE_IN_SECONDS,
-      });
+      // Workers starting together on a fresh database create the same queue at once; pg-boss's
+      // create_queue can then deadlock with itself, and the loser simply tries again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#boss.createQueue(queueNameOf(specialist), {
+            name: queueNameOf(specialist),
+            policy: 'standard',
+            retryLimit: 0,
+            expireInSeconds: EXPIRE_IN_SECONDS,
+          });
+          break;
+        } catch (error) {
+          if (attempt >= 5 || !/deadlock|duplicate|unique/i.test(String(error))) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 100));
+        }
+      }
       this.#prepared.add(specialist);
     }
   }

@@ -61,6 +61,14 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'serve the HTTP API: start, stream, list, cancel and replay runs (docs/http-api.md)',
     run: async (argv, io) => (await import('./commands/serve.ts')).serveCommand(argv, io),
   },
+  worker: {
+    summary: 'take runs queued in Postgres and run them, on any host with the DSN (docs/queue.md)',
+    run: async (argv, io) => (await import('./commands/worker.ts')).workerCommand(argv, io),
+  },
+  workers: {
+    summary: "list the queue's workers: host, specialists, runs in progress, last heartbeat",
+    run: async (argv, io) => (await import('./commands/workers.ts')).workersCommand(argv, io),
+  },
 };
 
 function mainHelp(): string {

@@ -7,6 +7,7 @@ import { backendHealthView, backendModelsView } from '../backend-views.ts';
 import type { Fabric } from '../compose.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';
+import { workerRoutes } from './routes-workers.ts';
 
 const EXPORT_NAMES = ['lm_usage_7d', 'lm_health_7d', 'lm_insights_7d', 'lm_indicator'] as const;
 
@@ -15,6 +16,8 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
 
   app.get('/specialists', (c) => c.json({ specialists: fabric.registry.list() }));
+  // The queue's workers (issue 17) sit with the other read-only views of the fabric.
+  app.route('/workers', workerRoutes(fabric));
 
   app.get('/models', async (c) => {
     const probes = await fabric.catalog.probe(c.req.raw.signal);

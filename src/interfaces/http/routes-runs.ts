@@ -3,10 +3,12 @@ import { resolve } from 'node:path';
 import { Hono } from 'hono';
 import type { LivenessCheck, ProcessLiveness } from '../../application/process-liveness.ts';
 import { buildTimeline } from '../../application/replay-timeline.ts';
+import { newRunId } from '../../application/run-id.ts';
 import { requireWholeRun } from '../../application/whole-run.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
+import { systemClock } from '../../infrastructure/runlog/stamp.ts';
 import type { Fabric } from '../compose.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
 import { ApiError } from './api-error.ts';
@@ -19,6 +21,7 @@ import {
   runIdParam,
   validateBody,
 } from './bodies.ts';
+import { type QueuedRunView, controlEventSource, controlRunView } from './queued-runs.ts';
 import type { RunHub } from './run-hub.ts';
 import { type RunView, runLinks, runView } from './run-view.ts';
 import { sseResponse } from './sse.ts';
@@ -41,11 +44,26 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
   const app = new Hono();
   const check = (): LivenessCheck => ({ liveness, now: new Date() });
 
-  /** The run with this id: live in this server, else from its runlog. */
-  const viewOf = async (id: string): Promise<RunView> => {
+  /**
+   * A run that is not on this machine but in the control plane: one a worker runs or ran
+   * (`queue: postgres`). Null when the queue is off or the store has no such run.
+   */
+  const queuedViewOf = async (id: string): Promise<QueuedRunView | null> => {
+    if ((await fabric.runQueue()) === null) return null;
+    const control = await fabric.controlStore();
+    return control === null ? null : controlRunView(control, id, check());
+  };
+
+  /** The run with this id: live in this server, else from its runlog, else (queue on) from the control plane. */
+  const viewOf = async (id: string): Promise<RunView | QueuedRunView> => {
     const live = hub.get(id);
     if (live) return runView(id, live.events, { runlog: store.pathOf(id), torn: false, live: true }, check());
-    const contents = await store.read(id);
+    const contents = await store.read(id).catch(async (error: unknown) => {
+      const queued = await queuedViewOf(id).catch(() => null);
+      if (queued === null) throw error;
+      return queued;
+    });
+    if (!('location' in contents)) return contents;
     return runView(
       contents.runId,
       contents.events,
@@ -58,6 +76,26 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     const body = validateBody(StartRunBody, await readJson(c.req.raw));
     // Bad input is answered before a model is even looked for: 400, naming the path.
     if (body.workspace !== undefined) await checkWorkspace(body.specialist, body.workspace, true);
+    const queued = await fabric.runQueue();
+    if (queued !== null) {
+      // Queued for a worker (issue 17): the specialist is checked here; the model and the pack
+      // on the worker that takes it, whose control row says why if it cannot start.
+      fabric.registry.config(body.specialist);
+      const run = {
+        runId: newRunId(systemClock),
+        specialist: body.specialist,
+        task: body.task,
+        workspace: body.workspace,
+        model: body.model,
+        maxSteps: body.max_steps,
+      };
+      await queued.workers.recordQueued(run);
+      await queued.queue.enqueue(run);
+      log(`run ${run.runId} queued (${body.specialist})`);
+      const links = runLinks(run.runId);
+      c.header('Location', links.self);
+      return c.json({ run_id: run.runId, status: 'queued' as const, links }, 202);
+    }
     // Resolves the specialist, the model and the pack before answering, so those errors are the response.
     const live = await hub.start({
       specialist: body.specialist,
@@ -81,7 +119,7 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     const ids = [...new Set([...hub.list().map((live) => live.runId), ...(await store.list())])]
       .sort()
       .reverse();
-    const runs: RunView[] = [];
+    const runs: (RunView | QueuedRunView)[] = [];
     for (const id of ids) {
       if (runs.length >= limit) break;
       try {
@@ -105,8 +143,16 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
         return unfollow;
       });
     }
+    const contents = await store.read(id).catch(async (error: unknown) => {
+      // A run on a worker: its events as the worker mirrors them to the control plane.
+      const control =
+        (await queuedViewOf(id).catch(() => null)) === null ? null : await fabric.controlStore();
+      if (control === null) throw error;
+      return control;
+    });
+    if ('getRun' in contents) return sseResponse(controlEventSource(contents, id, after));
     // A finished run (or one another process writes): what its runlog has, then the end.
-    const { events } = await store.read(id);
+    const { events } = contents;
     return sseResponse((send, end) => {
       for (const event of events) if (event.seq > after) send(event);
       end();
@@ -129,6 +175,19 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     const live = hub.get(id);
     if (!live) {
       const view = await viewOf(id);
+      const queued = await fabric.runQueue();
+      if (queued !== null && (view.status === 'queued' || (view.status === 'running' && !view.live))) {
+        // The worker that runs it polls for cancel requests with its heartbeat.
+        await queued.workers.requestCancel(id);
+        const deadline = Date.now() + CANCEL_WAIT_MS;
+        for (;;) {
+          const now = await viewOf(id);
+          if (now.status !== 'queued' && now.status !== 'running') return c.json(now);
+          if (Date.now() > deadline) break;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        return c.json({ run_id: id, status: 'cancelling' as const, links: runLinks(id) }, 202);
+      }
       throw new ApiError(
         'run_not_active',
         view.status === 'running'

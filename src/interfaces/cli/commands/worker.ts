@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import process from 'node:process';
+import { QueueWorker } from '../../../application/queue-worker.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { createFabric } from '../../compose.ts';
+import { parseCommandArgs, positiveInt } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const WORKER_HELP = `Usage: fabric worker [--concurrency N] [--specialists a,b] [--config FILE]
+
+Takes runs queued in Postgres (queue: postgres, FABRIC_DSN) and runs them, until Ctrl-C or
+SIGTERM. Each run writes its runlog on this host and is mirrored, event by event, to the control
+plane, where \`fabric serve\` streams it. The worker heartbeats; a worker whose heartbeat stops
+has its runs marked interrupted by the server or the other workers (never run again).
+
+SIGTERM / Ctrl-C: stop taking runs, cancel the runs in progress (each writes run_end, status
+cancelled), report the worker stopped, exit 0.
+
+Options:
+      --concurrency N      runs at once (default: worker.concurrency in the config, 1)
+      --specialists a,b    take only these specialists' runs (default: every configured one)
+  -c, --config FILE        the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+  -h, --help               show this help
+
+Exit codes: 0 stopped cleanly · 2 usage or config error (no queue: postgres, unknown specialist)
+`;
+
+/** `fabric worker`: runs queued runs until `io.signal` aborts. */
+export async function workerCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('worker', argv, {
+    concurrency: { type: 'string' },
+    specialists: { type: 'string' },
+    config: { type: 'string', short: 'c' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(WORKER_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0)
+    throw new FabricError('usage', `fabric worker takes no arguments (got "${positionals.join(' ')}").`);
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  if (config.queue !== 'postgres')
+    throw new FabricError(
+      'usage',
+      'fabric worker takes runs from the Postgres queue: set queue: postgres (or FABRIC_QUEUE=postgres) and FABRIC_DSN.',
+    );
+  const specialists = specialistsOf(values.specialists, Object.keys(config.specialists));
+  const concurrency = positiveInt('--concurrency', values.concurrency) ?? config.worker.concurrency;
+  const log = (line: string) => io.stderr.write(`fabric worker: ${line}\n`);
+  const fabric = createFabric(config, {
+    env: io.env,
+    onDegraded: (message) => log(`control plane: ${message}`),
+  });
+  try {
+    const services = await fabric.runQueue();
+    if (services === null) throw new FabricError('internal', 'The run queue is not configured.');
+    const identity = {
+      id: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+      host: hostname(),
+      pid: process.pid,
+    };
+    const worker = new QueueWorker({
+      queue: services.queue,
+      registry: services.workers,
+      identity,
+      specialists,
+      concurrency,
+      heartbeatMs: config.worker.heartbeat_s * 1000,
+      deadAfterMs: config.worker.dead_after_s * 1000,
+      log,
+      execute: async (run, signal) => {
+        await fabric.run({
+          specialist: run.specialist,
+          task: run.task,
+          workspace: run.workspace,
+          model: run.model,
+          maxSteps: run.maxSteps,
+          runId: run.runId,
+          signal,
+          onNotice: (message) => log(`run ${run.runId}: ${message}`),
+        });
+      },
+    });
+    log(`${identity.id} taking runs of ${specialists.join(', ')} (concurrency ${concurrency})`);
+    await worker.run(io.signal);
+  } finally {
+    // After every run has written its run_end: the mirror's last rows, the queue, the store.
+    await fabric.close();
+  }
+  log('stopped');
+  return EXIT.ok;
+}
+
+function specialistsOf(flag: string | undefined, configured: readonly string[]): string[] {
+  if (flag === undefined) return [...configured];
+  const names = flag
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  const unknown = names.filter((name) => !configured.includes(name));
+  if (names.length === 0 || unknown.length > 0)
+    throw new FabricError(
+      'usage',
+      `--specialists names configured specialists (${configured.join(', ') || 'none'}); unknown: ${unknown.join(', ') || '(empty list)'}.`,
+    );
+  return names;
+}

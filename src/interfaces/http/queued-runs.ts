@@ -1,0 +1,83 @@
+/**
+ * Runs that execute on `fabric worker`s (issue 17): their state and events are read from the
+ * control plane, where each worker's mirror writes them as they happen.
+ */
+import type { ControlStore } from '../../application/control-ports.ts';
+import type { LivenessCheck } from '../../application/process-liveness.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
+import type { EventSource } from './sse.ts';
+import { type RunView, runView } from './run-view.ts';
+
+/** How often a stream polls the control plane for a worker's new events. */
+export const QUEUED_EVENTS_POLL_MS = 100;
+
+/** A run as the control plane has it; `queued` until a worker takes it. */
+export type QueuedRunView = Omit<RunView, 'status'> & { readonly status: RunView['status'] | 'queued' };
+
+const OPEN = new Set(['queued', 'running']);
+
+/** The view of a run from its control row and mirrored events, or null when the store has no row. */
+export async function controlRunView(
+  store: ControlStore,
+  runId: string,
+  check: LivenessCheck,
+): Promise<QueuedRunView | null> {
+  const row = await store.getRun(runId);
+  if (row === null) return null;
+  const events = await store.runEvents(runId);
+  const view = runView(runId, events, { runlog: '', torn: false, live: false }, check);
+  const ended = events.some((event) => event.kind === 'run_end');
+  // Until run_end, the row (queued, running, interrupted by a reaper) says more than the owner
+  // check, which cannot see another host's processes.
+  const status = ended ? view.status : (row.status as QueuedRunView['status']);
+  return {
+    ...view,
+    specialist: view.specialist ?? row.specialist,
+    task: view.task ?? row.task,
+    status,
+    ...(ended ? {} : { error: row.error }),
+  };
+}
+
+/**
+ * An SSE source that polls the control plane for the run's events after `afterSeq` and ends
+ * with `run_end`, or once the row says the run will write nothing more (interrupted, not started).
+ */
+export function controlEventSource(
+  store: ControlStore,
+  runId: string,
+  afterSeq: number,
+  pollMs = QUEUED_EVENTS_POLL_MS,
+): EventSource<RunEvent> {
+  return (send, end) => {
+    let last = afterSeq;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = async () => {
+      try {
+        const events = await store.runEvents(runId);
+        for (const event of events) {
+          if (event.seq <= last) continue;
+          last = event.seq;
+          send(event);
+        }
+        if (events.some((event) => event.kind === 'run_end')) return end();
+        const row = await store.getRun(runId);
+        if (row !== null && !OPEN.has(row.status)) {
+          // The run ended without a run_end in the store (interrupted, or never started).
+          const more = (await store.runEvents(runId)).filter((event) => event.seq > last);
+          for (const event of more) send(event);
+          return end();
+        }
+      } catch {
+        // The database blinked; the next poll tries again.
+      }
+      if (!stopped) timer = setTimeout(() => void poll(), pollMs);
+    };
+    void poll();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  };
+}
