@@ -8,9 +8,9 @@ import { ModelCallTracker } from './model-calls.ts';
 export interface ControlMirrorOptions {
   /** Told once per run that loses rows (and once when there is no store): the runs go on regardless. */
   readonly onDegraded?: (message: string) => void;
-  /** A queued event waits at most this long before it is written. */
+  /** A queued event waits at most this long before it is written (100 ms; embedded 250 ms). */
   readonly flushIntervalMs?: number;
-  /** This many queued events are written at once, without waiting for the interval. */
+  /** This many queued events are written at once, without waiting for the interval (50; embedded 250). */
   readonly batchSize?: number;
   /** After a failed write, events are dropped (left for backfill and `sync`) this long before trying again. */
   readonly retryAfterMs?: number;
@@ -86,8 +86,11 @@ export class ControlMirror implements RunObserver {
   constructor(store: ControlStore | null, options: ControlMirrorOptions = {}) {
     this.#store = store;
     this.#onDegraded = options.onDegraded ?? (() => {});
-    this.#interval = options.flushIntervalMs ?? 100;
-    this.#batchSize = options.batchSize ?? 50;
+    // The embedded database pays mostly per statement, on this process's cores: fewer, larger
+    // batches (measured: a 50-step run 1.5x off with 50-event batches, 1.15-1.25x with these).
+    // A server gets rows within 100 ms, for readers that follow runs through it (workers, SSE).
+    this.#interval = options.flushIntervalMs ?? (store?.kind === 'pglite' ? 250 : 100);
+    this.#batchSize = options.batchSize ?? (store?.kind === 'pglite' ? 250 : 50);
     this.#retryAfter = options.retryAfterMs ?? 30_000;
     // The embedded database's first write waits for it to be created and started, which on a
     // loaded machine takes a while; a server that does not answer in 15 s is taken as stalled.
