@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import type { ControlStore } from '../../application/control-ports.ts';
 import type { RunLogContents, RunLogStore, RunObserver } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
@@ -41,8 +41,12 @@ export class ControlPlane {
   readonly mirror: ControlMirror;
   readonly #runLogs: FileRunLogStore;
   readonly #options: ControlPlaneOptions;
-  /** Runs in progress in this process: the mirror has them, the backfill leaves them alone. */
-  readonly #live = new Set<string>();
+  /**
+   * This process's runs (id → when it ended; Infinity while it runs): the mirror has them, and
+   * the backfill never reads them as other processes' runs (what the mirror lost of them is in
+   * `#owed`). Kept only until their runlogs are older than the next pass looks at.
+   */
+  readonly #mine = new Map<string, number>();
   /** Runs whose rows went missing and must be written from their runlog once they end. */
   readonly #owed = new Set<string>();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -72,21 +76,29 @@ export class ControlPlane {
 
   /** A run's observer; `onNotice` hears once if the run's rows do not reach the store. */
   observe(runId: string, onNotice: (message: string) => void): RunObserver {
-    this.#live.add(runId);
+    this.#mine.set(runId, Number.POSITIVE_INFINITY);
     const observer = this.mirror.observer(onNotice);
     return {
       onEvent: (event) => {
         observer.onEvent(event);
-        if (event.kind === 'run_end') this.#live.delete(event.run_id);
+        if (event.kind === 'run_end') this.#ended(event.run_id);
       },
       onText() {},
       onToolCallStarted() {},
     };
   }
 
-  /** Forgets a run that ended without a `run_end` reaching the observer (it failed before starting). */
+  /** Marks a run of this process ended, also one whose `run_end` never reached the observer. */
   release(runId: string): void {
-    this.#live.delete(runId);
+    this.#ended(runId);
+  }
+
+  #ended(runId: string): void {
+    if (this.#mine.get(runId) === Number.POSITIVE_INFINITY) this.#mine.set(runId, Date.now());
+  }
+
+  #running(runId: string): boolean {
+    return this.#mine.get(runId) === Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -106,7 +118,9 @@ export class ControlPlane {
     if (this.#closed || this.mirror.down) return { runs: 0, events: 0 };
     const passStarted = Date.now();
     const wanted = new Set<string>();
-    for (const runId of this.#owed) if (!this.#live.has(runId)) wanted.add(runId);
+    for (const runId of this.#owed) if (!this.#running(runId)) wanted.add(runId);
+    // Runs of this process that ended before what this pass looks at need remembering no more.
+    for (const [runId, ended] of this.#mine) if (ended < this.#scannedUpTo - 2_000) this.#mine.delete(runId);
     if (this.#options.backfillOthers) {
       for (const runId of await this.#changedSince(this.#scannedUpTo)) wanted.add(runId);
       for (const runId of await this.#unfinished(passStarted)) wanted.add(runId);
@@ -140,26 +154,30 @@ export class ControlPlane {
     try {
       const held = await this.store.mirroredRuns();
       return [...held.values()]
-        .filter((run) => run.status === 'running' && !this.#live.has(run.runId))
+        .filter((run) => run.status === 'running' && !this.#running(run.runId))
         .map((run) => run.runId);
     } catch {
       return [];
     }
   }
 
-  /** Run ids whose runlog changed at or after `since` and that are not in progress here. */
+  /**
+   * Other processes' runs whose runlog changed at or after `since` (ms; 0: all): one directory
+   * read and one `stat` a run.
+   */
   async #changedSince(since: number): Promise<string[]> {
-    const ids = await this.#runLogs.list();
+    let entries: string[];
+    try {
+      entries = await readdir(this.#runLogs.runsDir);
+    } catch {
+      return [];
+    }
     const changed: string[] = [];
-    for (const runId of ids) {
-      if (this.#live.has(runId)) continue;
-      if (since === 0) {
-        changed.push(runId);
-        continue;
-      }
+    for (const runId of entries) {
+      if (runId.startsWith('.') || this.#mine.has(runId)) continue;
       const modified = await stat(this.#runLogs.pathOf(runId)).then(
-        (info) => info.mtimeMs,
-        () => 0,
+        (info) => (info.isFile() ? info.mtimeMs : -1),
+        () => -1,
       );
       if (modified >= since) changed.push(runId);
     }
