@@ -16,6 +16,7 @@ export type {
   SpecialistPack,
   Tool,
   ToolContext,
+  ToolOutput,
   Validation,
   FabricSettings,
 } from './application/ports.ts';

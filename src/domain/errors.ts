@@ -16,6 +16,7 @@ export type FabricErrorCode =
   | 'tool_failed'
   | 'sandbox_violation'
   | 'workspace_busy'
+  | 'queue_unavailable'
   | 'internal';
 
 // One identity across copies of the package (SPEC §14): a pack that imported another copy of

@@ -184,8 +184,8 @@ export class Fabric {
     }).catch((error: unknown) => {
       this.#queue = undefined;
       throw new FabricError(
-        'internal',
-        `The run queue could not be opened on the control database (${errorMessage(error)}); check control.dsn / FABRIC_DSN.`,
+        'queue_unavailable',
+        `The run queue could not be opened on the control database (${errorMessage(error)}); check that the Postgres of control.dsn / FABRIC_DSN runs.`,
         { cause: error },
       );
     });

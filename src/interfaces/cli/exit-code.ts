@@ -15,6 +15,7 @@ export function exitCodeFor(code: FabricErrorCode): number {
       return EXIT.usage;
     case 'model_not_found':
     case 'model_lacks_tools':
+    case 'queue_unavailable':
     case 'backend_unavailable':
       return EXIT.noModel;
     case 'run_cancelled':

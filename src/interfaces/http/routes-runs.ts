@@ -5,7 +5,7 @@ import type { LivenessCheck, ProcessLiveness } from '../../application/process-l
 import { buildTimeline } from '../../application/replay-timeline.ts';
 import { newRunId } from '../../application/run-id.ts';
 import { requireWholeRun } from '../../application/whole-run.ts';
-import { FabricError } from '../../domain/errors.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import { systemClock } from '../../infrastructure/runlog/stamp.ts';
@@ -89,8 +89,16 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
         model: body.model,
         maxSteps: body.max_steps,
       };
-      await queued.workers.recordQueued(run);
-      await queued.queue.enqueue(run);
+      try {
+        await queued.workers.recordQueued(run);
+        await queued.queue.enqueue(run);
+      } catch (error) {
+        throw new FabricError(
+          'queue_unavailable',
+          `The run could not be queued: ${errorMessage(error)}. Check that the Postgres of FABRIC_DSN / control.dsn runs, then send it again.`,
+          { cause: error },
+        );
+      }
       log(`run ${run.runId} queued (${body.specialist})`);
       const links = runLinks(run.runId);
       c.header('Location', links.self);

@@ -27,6 +27,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'backend_error':
     case 'context_overflow':
       return 502;
+    case 'queue_unavailable':
     case 'backend_unavailable':
     case 'model_not_found':
     case 'model_lacks_tools':
