@@ -64,6 +64,7 @@ export class ControlMirror implements RunObserver {
   readonly #onDegraded: (message: string) => void;
   readonly #interval: number;
   readonly #batchSize: number;
+  readonly #writeOnEnd: boolean;
   readonly #retryAfter: number;
   readonly #writeTimeout: number;
   readonly #maxQueued: number;
@@ -91,6 +92,7 @@ export class ControlMirror implements RunObserver {
     // A server gets rows within 100 ms, for readers that follow runs through it (workers, SSE).
     this.#interval = options.flushIntervalMs ?? (store?.kind === 'pglite' ? 250 : 100);
     this.#batchSize = options.batchSize ?? (store?.kind === 'pglite' ? 250 : 50);
+    this.#writeOnEnd = store?.kind !== 'pglite';
     this.#retryAfter = options.retryAfterMs ?? 30_000;
     // The embedded database's first write waits for it to be created and started, which on a
     // loaded machine takes a while; a server that does not answer in 15 s is taken as stalled.
@@ -178,7 +180,10 @@ export class ControlMirror implements RunObserver {
         return;
       }
       this.#queue.push(item);
-      if (this.#queue.length >= this.#batchSize || event.kind === 'run_end') this.#kick();
+      // A server's rows follow a run's end at once (readers follow runs through it); the embedded
+      // database, which pays per statement on this process's cores, waits for the batch.
+      if (this.#queue.length >= this.#batchSize || (event.kind === 'run_end' && this.#writeOnEnd))
+        this.#kick();
       else this.#arm();
     } catch {
       // An observer must not throw into the loop; the runlog is the record.
