@@ -102,13 +102,17 @@ async function runTask(
   if (!input.ok) return failure(`Invalid arguments for run_task: ${input.message}.`);
   const { specialist, task, workspace, model, max_steps } = input.value;
   let progress = 0;
+  // Notifications are sent as events come; the result waits for the last of them, so a client
+  // never sees the result before the run's final progress (its `run_end`).
+  let sent: Promise<unknown> = Promise.resolve();
   const report = (message: string): void => {
     const { progressToken } = context;
     if (progressToken === undefined) return;
     progress += 1;
-    context
+    const notification = context
       .notify({ method: 'notifications/progress', params: { progressToken, progress, message } })
       .catch(() => {});
+    sent = Promise.all([sent, notification]);
   };
   context.log(`run_task: ${specialist}: ${task.length > 80 ? `${task.slice(0, 80)}…` : task}`);
   const result = await fabric.run({
@@ -123,6 +127,7 @@ async function runTask(
     onNotice: (message) => context.log(message),
   });
   context.log(`run ${result.run_id} ${result.status} (${result.steps} steps): ${result.runlog}`);
+  await sent;
   return {
     content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],
     structuredContent: { ...result },
