@@ -1,21 +1,22 @@
 /** A battery's result in SPEC §12's `--json` shape: every cell, and per model its scores. */
-import type { BatteryPlan, CellResult, CellStatus } from './battery-types.ts';
+import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { cellId, planCells } from './battery-types.ts';
 
-/** A cell as `--json` prints it. */
-export interface CellSummary {
-  readonly task: string;
-  readonly model: string;
-  readonly repeat: number;
-  readonly status: CellStatus;
-  readonly passed: boolean;
-  readonly failed_check: string | null;
-  readonly error: string | null;
-  readonly run_id: string | null;
-  readonly steps: number;
-  readonly tokens: number;
-  readonly seconds: number;
-}
+/** A cell as `--json` prints it: a `CellResult` without its checks and times. */
+export type CellSummary = Pick<
+  CellResult,
+  | 'task'
+  | 'model'
+  | 'repeat'
+  | 'status'
+  | 'passed'
+  | 'failed_check'
+  | 'error'
+  | 'run_id'
+  | 'steps'
+  | 'tokens'
+  | 'seconds'
+>;
 
 /** A model's scores: medians over its cells that ran; null when none did. */
 export interface ModelSummary {
