@@ -141,8 +141,8 @@ export interface ControlWriter {
 export interface ControlReader {
   listRuns(options: { readonly limit: number }): Promise<readonly ControlRunRow[]>;
   getRun(runId: string): Promise<ControlRunRow | null>;
-  /** A run's events as runlog lines, in seq order. */
-  runEvents(runId: string): Promise<readonly RunEvent[]>;
+  /** A run's events as runlog lines, in seq order; only those after `afterSeq` when given. */
+  runEvents(runId: string, afterSeq?: number): Promise<readonly RunEvent[]>;
   modelCalls(runId: string): Promise<readonly ModelCallRecord[]>;
   usage(window: TimeWindow): Promise<readonly UsageRow[]>;
   health(window: TimeWindow): Promise<readonly HealthRow[]>;

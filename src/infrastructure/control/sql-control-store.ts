@@ -114,8 +114,8 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
     return queryRun(this.#db, runId);
   }
 
-  runEvents(runId: string): Promise<readonly RunEvent[]> {
-    return queryRunEvents(this.#db, runId);
+  runEvents(runId: string, afterSeq = 0): Promise<readonly RunEvent[]> {
+    return queryRunEvents(this.#db, runId, afterSeq);
   }
 
   modelCalls(runId: string): Promise<readonly ModelCallRecord[]> {

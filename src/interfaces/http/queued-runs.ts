@@ -42,6 +42,8 @@ export async function controlRunView(
 /**
  * An SSE source that polls the control plane for the run's events after `afterSeq` and ends
  * with `run_end`, or once the row says the run will write nothing more (interrupted, not started).
+ * Each poll reads only the events after the last one sent (the (run_id, seq) key), and the row
+ * only when no event came: a long run costs the same per poll at its end as at its start.
  */
 export function controlEventSource(
   store: ControlStore,
@@ -53,21 +55,29 @@ export function controlEventSource(
     let last = afterSeq;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const drain = async (): Promise<{ count: number; ended: boolean }> => {
+      const events = await store.runEvents(runId, last);
+      let ended = false;
+      for (const event of events) {
+        if (event.seq <= last) continue;
+        last = event.seq;
+        send(event);
+        if (event.kind === 'run_end') ended = true;
+      }
+      return { count: events.length, ended };
+    };
     const poll = async () => {
       try {
-        const events = await store.runEvents(runId);
-        for (const event of events) {
-          if (event.seq <= last) continue;
-          last = event.seq;
-          send(event);
-        }
-        if (events.some((event) => event.kind === 'run_end')) return end();
-        const row = await store.getRun(runId);
-        if (row !== null && !OPEN.has(row.status)) {
-          // The run ended without a run_end in the store (interrupted, or never started).
-          const more = (await store.runEvents(runId)).filter((event) => event.seq > last);
-          for (const event of more) send(event);
-          return end();
+        const read = await drain();
+        if (read.ended) return end();
+        if (read.count === 0) {
+          const row = await store.getRun(runId);
+          if (row !== null && !OPEN.has(row.status)) {
+            // The run ended without a run_end in the store (interrupted, or never started);
+            // events written between the two reads are still sent.
+            await drain();
+            return end();
+          }
         }
       } catch {
         // The database blinked; the next poll tries again.

@@ -115,6 +115,18 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
       });
     });
 
+    it('reads only the events after a given seq, for a stream that polls', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const id = runId('after');
+        const events = await writeRunlog(runsDir, id, '2029-01-02T11:00:00Z', succeededRun());
+        await store.write({ events, modelCalls: [] });
+        const all = await readBack(runsDir, id);
+        expect(await store.runEvents(id, 5)).toEqual(all.slice(5));
+        expect(await store.runEvents(id, all.length)).toEqual([]);
+      });
+    });
+
     it('writes queued events after the flush interval, without being asked', async () => {
       await withStore(harness(), async (store) => {
         const runsDir = await tempRunsDir();
