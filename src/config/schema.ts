@@ -98,6 +98,11 @@ export const WorkerSchema = v.strictObject({
   dead_after_s: v.optional(v.pipe(v.number(), v.minValue(0.5)), 30),
   /** Runs one worker runs at once (`--concurrency` overrides). */
   concurrency: v.optional(positiveInt, 1),
+  /**
+   * The most file content (MiB, before compression) a battery's workspace may hold to be archived
+   * into the queue for the workers; past it the battery is refused (`workspace_too_large`).
+   */
+  archive_max_mib: v.optional(v.pipe(v.number(), v.minValue(0.001)), 64),
 });
 
 export const FabricConfigSchema = v.strictObject({

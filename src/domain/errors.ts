@@ -17,6 +17,7 @@ export type FabricErrorCode =
   | 'sandbox_violation'
   | 'workspace_busy'
   | 'queue_unavailable'
+  | 'workspace_too_large'
   | 'internal';
 
 // One identity across copies of the package (SPEC §14): a pack that imported another copy of

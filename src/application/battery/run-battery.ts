@@ -3,8 +3,7 @@
  * then its checks; at most `concurrency` cells at once, a cell counting from its run's start to
  * the end of its checks. It knows tasks, models and ports — never a server.
  */
-import { FabricError, errorMessage } from '../../domain/errors.ts';
-import type { RunResult } from '../../domain/run-result.ts';
+import { errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
 import type { BatteryRecorder, CellRunner, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
 import {
@@ -12,10 +11,10 @@ import {
   type BatteryTaskSpec,
   type CellKey,
   type CellResult,
-  type CheckOutcome,
   cellId,
   planCells,
 } from './battery-types.ts';
+import { type CellExecutor, LocalCellExecutor } from './cell-executor.ts';
 
 /** What the runner needs. */
 export interface BatteryDeps {
@@ -24,6 +23,11 @@ export interface BatteryDeps {
   readonly checks: ExpectChecks;
   readonly recorder: BatteryRecorder;
   readonly clock: Clock;
+  /**
+   * Where cells' runs and checks happen; default: in this process, through `runner`,
+   * `workspaces` and `checks`. With the Postgres queue, on the workers (issue 17).
+   */
+  readonly executor?: CellExecutor;
 }
 
 export interface RunBatteryOptions {
@@ -56,11 +60,12 @@ export async function runBattery(
   const done = new Map((options.done ?? []).map((result) => [cellId(result), result]));
   const queue = pendingCells(plan, options.done ?? []);
   const tasks = new Map(plan.tasks.map((task) => [task.id, task]));
+  const executor = deps.executor ?? new LocalCellExecutor(deps.runner, deps.workspaces, deps.checks);
   const worker = async () => {
     for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
       if (options.signal.aborted) return;
       options.onCellStart?.(cell);
-      const result = await runCell(plan, tasks.get(cell.task)!, cell, deps, options.signal);
+      const result = await runCell(plan, tasks.get(cell.task)!, cell, deps, executor, options.signal);
       // A cell Ctrl-C stopped is not done: `--resume` runs it again. Nothing half-recorded.
       if (result === undefined) continue;
       done.set(cellId(cell), result);
@@ -75,12 +80,13 @@ export async function runBattery(
   return { results, interrupted: options.signal.aborted };
 }
 
-/** One cell: its workspace, its run, its checks. Undefined when Ctrl-C stopped it. */
+/** One cell: its model's fitness, then its run and checks (wherever the executor runs them). */
 async function runCell(
   plan: BatteryPlan,
   spec: BatteryTaskSpec,
   cell: CellKey,
   deps: BatteryDeps,
+  executor: CellExecutor,
   signal: AbortSignal,
 ): Promise<CellResult | undefined> {
   const startedAt = deps.clock.now();
@@ -109,81 +115,33 @@ async function runCell(
     .catch((error: unknown) => errorMessage(error));
   if (signal.aborted) return undefined;
   if (unusable !== null) return notRun(unusable);
-  let workspace: Awaited<ReturnType<CellWorkspaces['prepare']>> | undefined;
-  try {
-    if (plan.workspace !== undefined) workspace = await deps.workspaces.prepare(cell, signal);
-    let result: RunResult;
-    try {
-      result = await deps.runner.run({
-        task: spec.task,
-        model: cell.model,
-        workspace: workspace?.path,
-        maxSteps: plan.maxSteps,
-        tags: { battery: plan.id, task: cell.task, model: cell.model, repeat: String(cell.repeat) },
-        signal,
-      });
-    } catch (error) {
-      if (signal.aborted) return undefined;
-      return notRun(
-        error instanceof FabricError ? error.message : `Unexpected error: ${errorMessage(error)}`,
-      );
-    }
-    if (signal.aborted && result.status === 'cancelled') return undefined;
-    const checks = await runChecks(spec, result, workspace?.path, deps.checks, signal);
-    if (signal.aborted && checks.some((check) => check.outcome === 'failed')) return undefined;
-    const failed = checks.find((check) => check.outcome === 'failed');
-    return finish({
-      status: result.status,
-      passed: failed === undefined,
-      failed_check: failed?.check ?? null,
-      error: failed === undefined ? null : failed.message,
-      run_id: result.run_id,
-      steps: result.steps,
-      tokens: result.usage.total_tokens,
-      checks,
-    });
-  } catch (error) {
-    if (signal.aborted) return undefined;
-    return notRun(`The cell could not be prepared: ${errorMessage(error)}`);
-  } finally {
-    await workspace?.dispose();
-  }
-}
-
-/** The status first; commands and files only when the run ended as expected. */
-async function runChecks(
-  spec: BatteryTaskSpec,
-  result: RunResult,
-  workspace: string | undefined,
-  checks: ExpectChecks,
-  signal: AbortSignal,
-): Promise<CheckOutcome[]> {
-  const expected = spec.expect.status;
-  const statusOk = result.status === expected;
-  const why = result.error === null ? '' : ` (${result.error.message})`;
-  const outcomes: CheckOutcome[] = [
+  const outcome = await executor.execute(
     {
-      check: 'status',
-      outcome: statusOk ? 'passed' : 'failed',
-      message: statusOk
-        ? `the run ${result.status}`
-        : `expected ${expected}, the run ended ${result.status}${why}`,
+      cell,
+      spec,
+      maxSteps: plan.maxSteps,
+      tags: { battery: plan.id, task: cell.task, model: cell.model, repeat: String(cell.repeat) },
+      hasWorkspace: plan.workspace !== undefined,
     },
-  ];
-  const skip = (check: string): CheckOutcome => ({
-    check,
-    outcome: 'skipped',
-    message: 'not checked: the run did not end as expected',
-  });
-  for (const command of spec.expect.commands) {
-    const check = `command: ${command}`;
-    if (!statusOk || workspace === undefined) outcomes.push(skip(check));
-    else outcomes.push(await checks.command(workspace, command, signal));
+    signal,
+  );
+  switch (outcome.kind) {
+    case 'stopped':
+      return undefined;
+    case 'not_run':
+      return notRun(outcome.error);
+    case 'ran': {
+      const failed = outcome.checks.find((check) => check.outcome === 'failed');
+      return finish({
+        status: outcome.run.status,
+        passed: failed === undefined,
+        failed_check: failed?.check ?? null,
+        error: failed === undefined ? null : failed.message,
+        run_id: outcome.run.run_id,
+        steps: outcome.run.steps,
+        tokens: outcome.run.tokens,
+        checks: outcome.checks,
+      });
+    }
   }
-  for (const [path, text] of Object.entries(spec.expect.files_contain)) {
-    const check = `files_contain: ${path}`;
-    if (!statusOk || workspace === undefined) outcomes.push(skip(check));
-    else outcomes.push(await checks.fileContains(workspace, path, text));
-  }
-  return outcomes;
 }

@@ -164,6 +164,23 @@ export const MIGRATIONS: readonly Migration[] = [
       'alter table control.daemon_tasks add column clippy_note text',
     ],
   },
+  {
+    version: 7,
+    name: 'workspace_archives, cell_results: battery cells run by fabric workers (issue 17)',
+    statements: [
+      `create table control.workspace_archives (
+        id text primary key,
+        bytes bytea not null,
+        size integer not null,
+        created_at timestamptz not null default now()
+      )`,
+      `create table control.cell_results (
+        run_id text primary key,
+        outcome jsonb not null,
+        created_at timestamptz not null default now()
+      )`,
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

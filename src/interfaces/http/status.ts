@@ -21,6 +21,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'workspace_busy':
       return 409;
     case 'payload_too_large':
+    case 'workspace_too_large':
       return 413;
     case 'runlog_corrupt':
       return 422;

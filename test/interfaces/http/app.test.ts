@@ -219,6 +219,7 @@ describe('httpStatusFor', () => {
       'runlog_corrupt',
       'tool_failed',
       'sandbox_violation',
+      'workspace_too_large',
       'internal',
     ];
     for (const code of codes) expect(httpStatusFor(code)).toBeGreaterThanOrEqual(400);

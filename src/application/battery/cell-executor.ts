@@ -1,0 +1,136 @@
+/**
+ * Where a battery cell's run and its `expect` checks happen (SPEC §12, issue 17): in this process
+ * (`LocalCellExecutor`, a copy of the workspace per cell), or on a `fabric worker` through the
+ * queue (the interfaces' queued executor). Either way the runner gets the same outcome.
+ */
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+import type { RunStatus } from '../../domain/run-result.ts';
+import type { CellRunner, CellWorkspace, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
+import type { BatteryTaskSpec, CellKey, CheckOutcome } from './battery-types.ts';
+
+/** What a cell's run came to: what the matrix shows of it. Plain data (a worker sends it back). */
+export interface CellRun {
+  readonly run_id: string;
+  readonly status: RunStatus;
+  readonly steps: number;
+  readonly tokens: number;
+  /** The run's error message, when it ended with one. */
+  readonly error: string | null;
+}
+
+/**
+ * A cell, executed: its run and checks; `not_run` when no run could start (why); `stopped` when
+ * Ctrl-C stopped it first (not done: `--resume` runs it again).
+ */
+export type CellOutcome =
+  | { readonly kind: 'ran'; readonly run: CellRun; readonly checks: readonly CheckOutcome[] }
+  | { readonly kind: 'not_run'; readonly error: string }
+  | { readonly kind: 'stopped' };
+
+/** One cell to execute. */
+export interface CellWork {
+  readonly cell: CellKey;
+  readonly spec: BatteryTaskSpec;
+  readonly maxSteps: number | undefined;
+  /** Recorded in the run's `run_start`. */
+  readonly tags: Readonly<Record<string, string>>;
+  /** Whether the battery has a workspace (each cell then gets its own copy). */
+  readonly hasWorkspace: boolean;
+}
+
+/** Runs a cell's run and then its checks, in the cell's own workspace. */
+export interface CellExecutor {
+  execute(work: CellWork, signal: AbortSignal): Promise<CellOutcome>;
+}
+
+/** A cell in this process: a fresh copy of the workspace, an ordinary run, the checks, the copy removed. */
+export class LocalCellExecutor implements CellExecutor {
+  readonly #runner: Pick<CellRunner, 'run'>;
+  readonly #workspaces: CellWorkspaces;
+  readonly #checks: ExpectChecks;
+
+  constructor(runner: Pick<CellRunner, 'run'>, workspaces: CellWorkspaces, checks: ExpectChecks) {
+    this.#runner = runner;
+    this.#workspaces = workspaces;
+    this.#checks = checks;
+  }
+
+  async execute(work: CellWork, signal: AbortSignal): Promise<CellOutcome> {
+    let workspace: CellWorkspace | undefined;
+    try {
+      if (work.hasWorkspace) workspace = await this.#workspaces.prepare(work.cell, signal);
+      let run: CellRun;
+      try {
+        const result = await this.#runner.run({
+          task: work.spec.task,
+          model: work.cell.model,
+          workspace: workspace?.path,
+          maxSteps: work.maxSteps,
+          tags: work.tags,
+          signal,
+        });
+        run = {
+          run_id: result.run_id,
+          status: result.status,
+          steps: result.steps,
+          tokens: result.usage.total_tokens,
+          error: result.error?.message ?? null,
+        };
+      } catch (error) {
+        if (signal.aborted) return { kind: 'stopped' };
+        return {
+          kind: 'not_run',
+          error: error instanceof FabricError ? error.message : `Unexpected error: ${errorMessage(error)}`,
+        };
+      }
+      if (signal.aborted && run.status === 'cancelled') return { kind: 'stopped' };
+      const checks = await runChecks(work.spec, run, workspace?.path, this.#checks, signal);
+      if (signal.aborted && checks.some((check) => check.outcome === 'failed')) return { kind: 'stopped' };
+      return { kind: 'ran', run, checks };
+    } catch (error) {
+      if (signal.aborted) return { kind: 'stopped' };
+      return { kind: 'not_run', error: `The cell could not be prepared: ${errorMessage(error)}` };
+    } finally {
+      await workspace?.dispose();
+    }
+  }
+}
+
+/**
+ * The status first; commands and files only when the run ended as expected and there is a
+ * workspace to check (`checks` is then required).
+ */
+export async function runChecks(
+  spec: BatteryTaskSpec,
+  run: Pick<CellRun, 'status' | 'error'>,
+  workspace: string | undefined,
+  checks: ExpectChecks | undefined,
+  signal: AbortSignal,
+): Promise<CheckOutcome[]> {
+  const expected = spec.expect.status;
+  const statusOk = run.status === expected;
+  const why = run.error === null ? '' : ` (${run.error})`;
+  const outcomes: CheckOutcome[] = [
+    {
+      check: 'status',
+      outcome: statusOk ? 'passed' : 'failed',
+      message: statusOk ? `the run ${run.status}` : `expected ${expected}, the run ended ${run.status}${why}`,
+    },
+  ];
+  const skip = (check: string): CheckOutcome => ({
+    check,
+    outcome: 'skipped',
+    message: 'not checked: the run did not end as expected',
+  });
+  for (const command of spec.expect.commands) {
+    const check = `command: ${command}`;
+    if (!statusOk || workspace === undefined || checks === undefined) outcomes.push(skip(check));
+    else outcomes.push(await checks.command(workspace, command, signal));
+  }
+  for (const [path, text] of Object.entries(spec.expect.files_contain)) {
+    const check = `files_contain: ${path}`;
+    if (!statusOk || workspace === undefined || checks === undefined) outcomes.push(skip(check));
+    else outcomes.push(await checks.fileContains(workspace, path, text));
+  }
+  return outcomes;
+}
