@@ -3,6 +3,8 @@
  * `fabric worker` on some host takes one, runs it through its own Fabric and reports back
  * through the control plane. Adapters live in `src/infrastructure/queue/`. Nothing here does I/O.
  */
+import type { BatteryTaskSpec } from './battery/battery-types.ts';
+import type { CellOutcome } from './battery/cell-executor.ts';
 
 /** A run waiting for a worker: what `POST /v1/runs` accepted, with the id it answered. */
 export interface QueuedRun {
@@ -13,6 +15,31 @@ export interface QueuedRun {
   readonly workspace?: string | undefined;
   readonly model?: string | undefined;
   readonly maxSteps?: number | undefined;
+  /** Recorded in the run's `run_start` (a battery cell's battery, task, model, repeat). */
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+  /** Set when the run is a battery cell: the worker also runs its checks and reports back. */
+  readonly cell?: QueuedCell | undefined;
+}
+
+/** A battery cell's part of a queued run (issue 17). */
+export interface QueuedCell {
+  /** The battery's workspace archive (`CellReports.putArchive`); none: the battery has no workspace. */
+  readonly archive?: string | undefined;
+  /** The cell's task with its `expect` checks, which run on the worker after the run. */
+  readonly spec: BatteryTaskSpec;
+}
+
+/**
+ * Where battery cells meet their workers: the battery's workspace, archived once, and each
+ * cell's outcome (its run and checks), reported by the worker that ran it.
+ */
+export interface CellReports {
+  putArchive(id: string, archive: Uint8Array): Promise<void>;
+  /** The archive's bytes; throws when there is no such archive. */
+  archive(id: string): Promise<Uint8Array>;
+  report(runId: string, outcome: CellOutcome): Promise<void>;
+  /** The outcome a worker reported for the run, or null while none has. */
+  outcome(runId: string): Promise<CellOutcome | null>;
 }
 
 /** A run a worker took from the queue; `settle` tells the queue it is done with it. */

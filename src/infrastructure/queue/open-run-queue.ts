@@ -1,13 +1,16 @@
-import type { RunQueue, WorkerRegistry } from '../../application/run-queue.ts';
+import type { CellReports, RunQueue, WorkerRegistry } from '../../application/run-queue.ts';
 import { applyMigrations } from '../control/migrations.ts';
 import { PostgresExecutor } from '../control/postgres-control-store.ts';
 import { PgBossRunQueue } from './pg-boss-run-queue.ts';
+import { PostgresCellReports } from './postgres-cell-reports.ts';
 import { PostgresWorkerRegistry } from './postgres-worker-registry.ts';
 
 /** The queue and the worker registry, on the control plane's Postgres. */
 export interface QueueServices {
   readonly queue: RunQueue;
   readonly workers: WorkerRegistry;
+  /** Battery cells' archives and outcomes. */
+  readonly cells: CellReports;
   close(): Promise<void>;
 }
 
@@ -28,11 +31,15 @@ export async function openRunQueue(
   }
   const queue = new PgBossRunQueue(dsn, options);
   const workers = new PostgresWorkerRegistry(executor);
+  // Archives are up to worker.archive_max_mib: their own pool, with time to move them.
+  const cellsDb = new PostgresExecutor(dsn, { maxConnections: 2, timeoutMs: 120_000 });
+  const cells = new PostgresCellReports(cellsDb);
   return {
     queue,
     workers,
+    cells,
     async close() {
-      await Promise.allSettled([queue.close(), workers.close()]);
+      await Promise.allSettled([queue.close(), workers.close(), cellsDb.close()]);
     },
   };
 }

@@ -105,6 +105,8 @@ function toJobData(run: QueuedRun): object {
     ...(run.workspace === undefined ? {} : { workspace: run.workspace }),
     ...(run.model === undefined ? {} : { model: run.model }),
     ...(run.maxSteps === undefined ? {} : { maxSteps: run.maxSteps }),
+    ...(run.tags === undefined ? {} : { tags: run.tags }),
+    ...(run.cell === undefined ? {} : { cell: run.cell }),
   };
 }
 

@@ -24,7 +24,11 @@ import { systemClock } from '../../infrastructure/runlog/stamp.ts';
 import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
 import type { Fabric } from '../compose.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
+import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
 import { batteryWorkspace, checkBattery, specialistSandbox } from './check-battery.ts';
+
+/** Cells queued at once by default with `queue: postgres` (the workers decide how many run). */
+const QUEUED_CELLS_AT_ONCE = 1000;
 
 /** What starts a battery: a file, or the id of one to resume (its file is then optional). */
 export interface BatteryRequest {
@@ -55,6 +59,8 @@ export class BatterySession {
   readonly #createdAt: string;
   #cells: CellResult[];
   #status: BatteryState['status'] = 'running';
+  /** With `queue: postgres`: the workspace's archive on the queue (undefined: no workspace). */
+  #queued: { readonly archive: string | undefined } | undefined;
 
   private constructor(
     fabric: Fabric,
@@ -78,7 +84,12 @@ export class BatterySession {
    * runs) for a file that does not fit the config, `run_not_found` for an unknown id.
    */
   static async open(fabric: Fabric, request: BatteryRequest): Promise<BatterySession> {
-    const concurrency = request.concurrency ?? Math.max(1, fabric.config.llm.lm_studio_urls.length);
+    // With the queue, the workers' own concurrency bounds the cells: every pending cell is queued.
+    const concurrency =
+      request.concurrency ??
+      (fabric.config.queue === 'postgres'
+        ? QUEUED_CELLS_AT_ONCE
+        : Math.max(1, fabric.config.llm.lm_studio_urls.length));
     if (request.resume !== undefined) {
       if (request.models !== undefined) {
         throw new FabricError(
@@ -96,7 +107,15 @@ export class BatterySession {
           );
         }
       }
-      return new BatterySession(fabric, state.plan, state.file, state.cells, state.created_at, concurrency);
+      const session = new BatterySession(
+        fabric,
+        state.plan,
+        state.file,
+        state.cells,
+        state.created_at,
+        concurrency,
+      );
+      return session.#archive();
     }
     if (request.file === undefined && request.battery === undefined)
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
@@ -115,7 +134,19 @@ export class BatterySession {
       maxSteps: battery.max_steps,
       tasks: battery.tasks.map((task) => ({ id: task.id, task: task.task, expect: task.expect })),
     };
-    return new BatterySession(fabric, plan, battery.source, [], now.toISOString(), concurrency);
+    const session = new BatterySession(fabric, plan, battery.source, [], now.toISOString(), concurrency);
+    return session.#archive();
+  }
+
+  /**
+   * With `queue: postgres`, archives the workspace into the queue once, before any cell runs:
+   * a workspace over `worker.archive_max_mib` refuses the battery (`workspace_too_large`).
+   */
+  async #archive(): Promise<this> {
+    const services = await this.#fabric.runQueue();
+    if (services !== null)
+      this.#queued = { archive: await archiveBatteryWorkspace(this.#fabric, services, this.plan) };
+    return this;
   }
 
   /** Where the battery's own state is kept. */
@@ -174,6 +205,12 @@ export class BatterySession {
         rows.cell(this.plan.id, result);
       },
     };
+    const services = this.#queued === undefined ? null : await this.#fabric.runQueue();
+    const store = services === null ? null : await this.#fabric.controlStore();
+    const executor =
+      services === null || store === null
+        ? undefined
+        : new QueuedCellExecutor(services, store, this.plan.specialist, this.#queued?.archive);
     try {
       const outcome = await runBattery(
         this.plan,
@@ -183,6 +220,7 @@ export class BatterySession {
           checks: new SandboxExpectChecks(specialistSandbox(specialist)),
           recorder,
           clock: systemClock,
+          ...(executor === undefined ? {} : { executor }),
         },
         {
           concurrency: this.concurrency,

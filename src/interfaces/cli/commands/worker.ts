@@ -4,6 +4,8 @@ import process from 'node:process';
 import { QueueWorker } from '../../../application/queue-worker.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { ArchiveCache } from '../../../infrastructure/workspace/archive-workspaces.ts';
+import { executeQueuedCell } from '../../battery/worker-cell.ts';
 import { createFabric } from '../../compose.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -62,6 +64,8 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
       host: hostname(),
       pid: process.pid,
     };
+    // A battery's cells share its archive: fetched once per worker, unpacked per cell.
+    const archives = new ArchiveCache();
     const worker = new QueueWorker({
       queue: services.queue,
       registry: services.workers,
@@ -72,6 +76,11 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
       deadAfterMs: config.worker.dead_after_s * 1000,
       log,
       execute: async (run, signal) => {
+        const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
+        if (run.cell !== undefined) {
+          await executeQueuedCell(fabric, services, archives, { ...run, cell: run.cell }, signal, onNotice);
+          return;
+        }
         await fabric.run({
           specialist: run.specialist,
           task: run.task,
@@ -80,7 +89,7 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
           maxSteps: run.maxSteps,
           runId: run.runId,
           signal,
-          onNotice: (message) => log(`run ${run.runId}: ${message}`),
+          onNotice,
         });
       },
     });
