@@ -121,9 +121,9 @@ describe('runs queued in Postgres and run by fabric workers', () => {
     }
   });
 
-  it('ends every run enqueued over HTTP exactly once, spread over the workers', async () => {
+  it('ends each of 60 runs enqueued over HTTP exactly once, spread over the workers', async () => {
     const ids = await Promise.all(
-      Array.from({ length: 18 }, (_, n) => enqueue(`Convert ${n}: steps=2 delay=20`)),
+      Array.from({ length: 60 }, (_, n) => enqueue(`Convert ${n}: steps=2 delay=20`)),
     );
     const statuses = await Promise.all(ids.map((id) => ended(id)));
     expect(new Set(statuses)).toEqual(new Set(['succeeded']));
