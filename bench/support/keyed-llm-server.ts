@@ -24,8 +24,14 @@ export interface KeyedLlmServer {
 
 const MODELS: FakeModel[] = [{ id: MODEL_ID, toolUse: true }];
 
-/** Every run gets `steps - 1` `convert_units` turns, then `finish_task`. */
-export async function startKeyedLlmServer(steps: number): Promise<KeyedLlmServer> {
+/**
+ * Every run gets `steps - 1` `convert_units` turns, then `finish_task`; `delayMs` before each
+ * chat answer stands in for a model's time (none by default).
+ */
+export async function startKeyedLlmServer(
+  steps: number,
+  options: { readonly delayMs?: number } = {},
+): Promise<KeyedLlmServer> {
   let chats = 0;
   let first: unknown;
   const sockets = new Set<Socket>();
@@ -53,6 +59,8 @@ export async function startKeyedLlmServer(steps: number): Promise<KeyedLlmServer
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = new URL(req.url ?? '/', 'http://bench').pathname;
+    if (options.delayMs !== undefined && path === '/v1/chat/completions')
+      await new Promise((resolve) => setTimeout(resolve, options.delayMs));
     await write(res, answer(req.method ?? 'GET', path, Buffer.concat(chunks).toString('utf8')));
   };
   const server = createServer((req, res) => {
