@@ -1,8 +1,11 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { loadConfig } from '../../../src/config/load.ts';
+import { createFabric } from '../../../src/interfaces/compose.ts';
+import { createApp } from '../../../src/interfaces/http/app.ts';
 import { createTestDatabase } from '../../infrastructure/control/pg-test-db.ts';
 import { unitsResponder } from '../../support/battery-fakes.ts';
 import { EXAMPLE_PACK, makeSandbox, type Sandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
@@ -197,5 +200,31 @@ describe('battery cells queued in Postgres and run by fabric workers', () => {
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain('worker.archive_max_mib');
     expect(result.stderr).toMatch(/more than 0\.01 MiB/);
+  }, 60_000);
+
+  it('answers POST /v1/batteries with 413 workspace_too_large for such a workspace, queuing nothing', async () => {
+    await mkdir(join(sandbox.dir, 'big-http'), { recursive: true });
+    await writeFile(join(sandbox.dir, 'big-http', 'data.bin'), Buffer.alloc(64 * 1024));
+    const file = await writeBattery('big-http.yaml', './big-http');
+    const configPath = await writeConfig('tiny-archive-http.yaml', {
+      queue: 'postgres',
+      worker: { archive_max_mib: 0.01 },
+    });
+    const fabric = createFabric(await loadConfig({ configPath, cwd: sandbox.dir, env: env() }), {
+      env: env(),
+    });
+    try {
+      const response = await createApp({ fabric, requireToken: false }).request('/v1/batteries', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ battery: await readFile(file, 'utf8'), base_dir: sandbox.dir }),
+      });
+      expect(response.status).toBe(413);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('workspace_too_large');
+      expect(body.error.message).toContain('worker.archive_max_mib');
+    } finally {
+      await fabric.close();
+    }
   }, 60_000);
 });
