@@ -137,7 +137,7 @@ export class ControlPlane {
       return { runs: report.runsUpdated, events: report.eventsInserted };
     } catch (error) {
       this.#options.onDegraded?.(
-        `control plane: backfill from the runlogs failed (${errorMessage(error)}); it is tried again shortly.`,
+        `backfill from the runlogs failed (${errorMessage(error)}); it is tried again shortly.`,
       );
       return { runs: 0, events: 0 };
     }
