@@ -54,6 +54,7 @@ export class ControlPlane {
   /** Runlogs changed after this (ms since epoch) are looked at by the next pass; 0: all of them. */
   #scannedUpTo = 0;
   #nextUnfinishedCheck = 0;
+  #backfillFailing = false;
   #closed = false;
 
   constructor(store: ControlStore, runLogs: FileRunLogStore, options: ControlPlaneOptions) {
@@ -134,11 +135,16 @@ export class ControlPlane {
       for (const runId of wanted) this.#owed.delete(runId);
       // A run still being written by another process is looked at again on the next pass.
       if (this.#options.backfillOthers) this.#scannedUpTo = passStarted - 1_000;
+      this.#backfillFailing = false;
       return { runs: report.runsUpdated, events: report.eventsInserted };
     } catch (error) {
-      this.#options.onDegraded?.(
-        `backfill from the runlogs failed (${errorMessage(error)}); it is tried again shortly.`,
-      );
+      // Said once until a pass succeeds again: a store held by another process fails every pass.
+      if (!this.#backfillFailing) {
+        this.#backfillFailing = true;
+        this.#options.onDegraded?.(
+          `backfill from the runlogs failed (${errorMessage(error)}); it is tried again every few seconds.`,
+        );
+      }
       return { runs: 0, events: 0 };
     }
   }

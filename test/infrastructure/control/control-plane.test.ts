@@ -7,7 +7,7 @@ import { PostgresControlStore } from '../../../src/infrastructure/control/postgr
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
 import { startTcpProxy } from '../../support/tcp-proxy.ts';
 import { succeededRun, tempRunsDir, writeRunlog } from './fixtures.ts';
-import { createTestDatabase } from './pg-test-db.ts';
+import { closedPort, createTestDatabase } from './pg-test-db.ts';
 
 /** The pid of a process that has exited. */
 function deadPid(): number {
@@ -97,5 +97,21 @@ describe('ControlPlane, the control plane of one process', () => {
       plane = undefined;
       await proxy.close();
     }
+  });
+
+  it('says once, not every pass, that the backfill cannot reach its store', async () => {
+    const runsDir = await tempRunsDir();
+    await writeRunlog(runsDir, 'waiting', '2029-04-03T10:00:00Z', succeededRun());
+    const down = new PostgresControlStore(`postgres://postgres@127.0.0.1:${await closedPort()}/none`, {
+      connectTimeoutS: 1,
+    });
+    const said: string[] = [];
+    plane = new ControlPlane(down, new FileRunLogStore(runsDir), {
+      backfillOthers: true,
+      onDegraded: (message) => said.push(message),
+    });
+    for (let pass = 0; pass < 4; pass += 1) await plane.backfill();
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/backfill from the runlogs failed/);
   });
 });
