@@ -6,6 +6,7 @@ import { createTestDatabase } from '../infrastructure/control/pg-test-db.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { eventsOf, postJson, readSse } from './http/http-harness.ts';
+import { until } from '../support/until.ts';
 
 const convert: ScriptedTurn = {
   reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 2, from: 'km', to: 'm' } }] },
@@ -22,16 +23,6 @@ function respond({ messages }: { messages: readonly { role: string; content: str
   const delayMs = match ? Number(match[2]) : 0;
   const done = messages.filter((message) => message.role === 'assistant').length;
   return { ...(done < steps ? convert : finish), delayMs } as ScriptedTurn;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 type Proc = ReturnType<typeof spawnFabric>;

@@ -10,6 +10,7 @@ import { createTestDatabase } from '../../infrastructure/control/pg-test-db.ts';
 import { unitsResponder } from '../../support/battery-fakes.ts';
 import { EXAMPLE_PACK, makeSandbox, type Sandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { until } from '../../support/until.ts';
 
 const ALPHA = 'lab/alpha-7b';
 const BETA = 'lab/beta-7b';
@@ -29,16 +30,6 @@ function shape(json: BatteryJson) {
     cells: json.cells.map(({ seconds: _s, run_id, ...cell }) => ({ ...cell, ran: run_id !== null })),
     models: json.models.map(({ median_seconds: _m, ...model }) => model),
   };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe('battery cells queued in Postgres and run by fabric workers', () => {

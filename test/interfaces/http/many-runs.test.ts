@@ -7,6 +7,10 @@ import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { postJson } from './http-harness.ts';
+import { until } from '../../support/until.ts';
+
+// Generous: a loaded 2-core machine may take a while; only a run that never ends fails.
+const LOADED_MS = 180_000;
 
 const RUNS = 100;
 
@@ -20,17 +24,6 @@ const finish: ScriptedTurn = {
 /** Turns for `runs` runs of about five steps; whichever run gets a finish turn ends, so any interleaving works. */
 function script(runs: number): ScriptedTurn[] {
   return Array.from({ length: runs }, () => [convert, convert, convert, convert, finish]).flat();
-}
-
-// Generous bounds: a loaded 2-core machine may take a while; only a run that never ends fails.
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe('many runs in one fabric serve process, with the default embedded control plane', () => {
@@ -64,6 +57,7 @@ describe('many runs in one fabric serve process, with the default embedded contr
       const url = await until(
         'the server to listen',
         async () => /listening on (http:\/\/\S+)/.exec(stderr)?.[1],
+        LOADED_MS,
       );
       const started = await Promise.all(
         Array.from({ length: RUNS }, async (_, index) => {
@@ -77,10 +71,14 @@ describe('many runs in one fabric serve process, with the default embedded contr
       );
       const statuses = await Promise.all(
         started.map((id) =>
-          until(`run ${id} to end`, async () => {
-            const view = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string };
-            return view.status === 'running' ? undefined : view.status;
-          }),
+          until(
+            `run ${id} to end`,
+            async () => {
+              const view = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string };
+              return view.status === 'running' ? undefined : view.status;
+            },
+            LOADED_MS,
+          ),
         ),
       );
       expect(new Set(statuses)).toEqual(new Set(['succeeded']));
@@ -97,11 +95,15 @@ describe('many runs in one fabric serve process, with the default embedded contr
       });
       expect(other.exitCode).toBe(0);
       expect(other.stderr).not.toContain('control plane:');
-      const runs = await until('the other run to reach the store', async () => {
-        const response = await fetch(`${url}/v1/exports/lm_insights_7d`);
-        const insights = (await response.json()) as { totals: { runs: number } };
-        return insights.totals.runs === RUNS + 1 ? insights.totals.runs : undefined;
-      });
+      const runs = await until(
+        'the other run to reach the store',
+        async () => {
+          const response = await fetch(`${url}/v1/exports/lm_insights_7d`);
+          const insights = (await response.json()) as { totals: { runs: number } };
+          return insights.totals.runs === RUNS + 1 ? insights.totals.runs : undefined;
+        },
+        LOADED_MS,
+      );
       expect(runs).toBe(RUNS + 1);
       expect(stderr).not.toMatch(/db_off|unavailable/);
     } finally {
