@@ -81,11 +81,18 @@ export async function packWorkspace(
 export async function unpackWorkspace(archive: Uint8Array, target: string): Promise<void> {
   const data = await gunzipAsync(archive);
   if (data.subarray(0, MAGIC.length).toString() !== MAGIC)
-    throw new FabricError('internal', 'The workspace archive is not one this version of agent-fabric wrote.');
+    throw new FabricError(
+      'internal',
+      'The workspace archive is not one this version of agent-fabric wrote: run the server and its workers at the same version, and run the battery again.',
+    );
   let at = MAGIC.length;
   while (at < data.length) {
     const end = data.indexOf(0x0a, at);
-    if (end < 0) throw new FabricError('internal', 'The workspace archive is cut short.');
+    if (end < 0)
+      throw new FabricError(
+        'internal',
+        'The workspace archive is cut short (damaged in the queue database): run the battery again, which archives its workspace anew.',
+      );
     const header = JSON.parse(data.subarray(at, end).toString()) as EntryHeader;
     at = end + 1;
     const full = path.resolve(target, header.p);
