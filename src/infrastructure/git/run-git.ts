@@ -1,4 +1,5 @@
 import { errorMessage, FabricError } from '../../domain/errors.ts';
+import { loadExeca } from '../lazy-import.ts';
 
 /** A finished git command. */
 export interface GitOutput {
@@ -12,7 +13,7 @@ export interface GitOutput {
  * command that never touches git does not load it.
  */
 export async function runGit(cwd: string, args: readonly string[]): Promise<GitOutput> {
-  const { execa } = await import('execa');
+  const { execa } = await loadExeca();
   try {
     const result = await execa('git', [...args], {
       cwd,

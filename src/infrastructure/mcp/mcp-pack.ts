@@ -8,6 +8,7 @@ import {
 } from '../../application/ports.ts';
 import type { McpServerConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { lazy } from '../lazy-import.ts';
 import { mcpTool } from './mcp-tool.ts';
 import type { McpSession, McpSessionSettings } from './mcp-session.ts';
 
@@ -16,6 +17,9 @@ import type { McpSession, McpSessionSettings } from './mcp-session.ts';
  * `mcp__<server>__<tool>`. `open` starts the servers; `close` ends every session that was
  * started, even when `open` failed halfway, and one failing close never stops the others.
  */
+/** The MCP SDK (with zod and ajv, ~200 modules), loaded by the first pack that has servers. */
+const loadMcpSession = lazy(() => import('./mcp-session.ts'));
+
 export class McpPack implements SpecialistPack {
   readonly #inner: SpecialistPack;
   readonly #servers: Readonly<Record<string, McpServerConfig>>;
@@ -52,8 +56,7 @@ export class McpPack implements SpecialistPack {
 
   async open(signal: AbortSignal): Promise<void> {
     await this.#inner.open(signal);
-    // The MCP SDK (with zod and ajv, ~200 modules) is loaded only by a pack that has servers.
-    const { McpSession } = await import('./mcp-session.ts');
+    const { McpSession } = await loadMcpSession();
     if (signal.aborted) throw signal.reason;
     const sessions = Object.entries(this.#servers).map(
       ([server, config]) => new McpSession(server, config, this.#settings),

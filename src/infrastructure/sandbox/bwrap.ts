@@ -1,6 +1,7 @@
 import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Toolchain } from './toolchain.ts';
+import { loadExeca } from '../lazy-import.ts';
 
 /** Where bubblewrap is looked for; a fixed list, never the fabric's PATH. */
 const BWRAP_CANDIDATES = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'];
@@ -46,8 +47,7 @@ async function runProbe(explicitPath: string | undefined): Promise<BwrapProbe> {
   }
   if (found === undefined)
     return { ok: false, reason: `bubblewrap (bwrap) is not installed (looked in ${candidates.join(', ')})` };
-  // Loaded when a sandbox is first needed: most runs start no process (execa is ~100 modules).
-  const { execa } = await import('execa');
+  const { execa } = await loadExeca();
   const help = await execa(found, ['--help'], {
     reject: false,
     env: {},

@@ -1,4 +1,5 @@
 import { HeadTailBuffer } from './output-cap.ts';
+import { loadExeca } from '../lazy-import.ts';
 
 /** One process to run: the exact argv, a from-scratch environment, and its limits. */
 export interface RunRequest {
@@ -47,8 +48,7 @@ const STREAM_GRACE_MS = 1500;
  */
 export async function runCommand(request: RunRequest): Promise<RunOutcome> {
   const started = Date.now();
-  // Loaded when the first command runs: most runs start no process (execa is ~100 modules).
-  const { execa } = await import('execa');
+  const { execa } = await loadExeca();
   if (request.signal.aborted) return emptyOutcome('cancelled', started);
   installExitHook();
   const stdout = new HeadTailBuffer(request.outputLimitBytes);
