@@ -10,9 +10,7 @@ try {
     error?.code === 'ERR_MODULE_NOT_FOUND' &&
     String(error.message).includes('/dist/interfaces/cli/main.js')
   ) {
-    process.stderr.write(
-      'fabric: the build is missing (dist/). Run `npm run build` (npm install does it too) and try again.\n',
-    );
+    process.stderr.write('fabric: the build is missing (dist/). Run `npm run build` and try again.\n');
     process.exit(2);
   }
   throw error;

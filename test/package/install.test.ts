@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/domain/run-result.ts';
 import { parseRunlog } from '../../src/infrastructure/runlog/parse-runlog.ts';
 import { DENO, ROOT } from '../support/fabric-cli.ts';
+import { type Runtime, userRuntimes } from '../support/runtimes.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../support/scripts.ts';
 
@@ -44,8 +45,8 @@ afterAll(async () => {
 });
 
 /** The installed `fabric` on each runtime, as the README tells a user to start it. */
-function command(runtime: 'node' | 'deno'): [string, string[]] {
-  if (runtime === 'node') return [join(prefix, 'bin/fabric'), []];
+function command(runtime: Runtime): [string, string[]] {
+  if (runtime.kind === 'node') return [join(prefix, 'bin/fabric'), []];
   return [DENO, ['run', '-A', '--quiet', '--config', join(pkg, 'deno.json'), join(pkg, 'bin/fabric.mjs')]];
 }
 
@@ -66,13 +67,14 @@ describe('the packed and installed package', () => {
     expect(existsSync(join(pkg, 'examples/compositor/target'))).toBe(false);
   });
 
-  for (const runtime of ['node', 'deno'] as const) {
-    describe(`used on ${runtime} from an empty directory`, () => {
+  for (const runtime of userRuntimes()) {
+    describe(`used on ${runtime.name} from an empty directory`, () => {
       let dir: string;
       let server: FakeLlmServer | undefined;
       const [bin, prefixArgs] = [() => command(runtime)[0], () => command(runtime)[1]];
+      // The installed `fabric` starts with `#!/usr/bin/env node`: the Node first on PATH runs it.
       const env = (url: string) => ({
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        PATH: [runtime.pathDir, process.env.PATH ?? '/usr/bin:/bin'].filter(Boolean).join(':'),
         HOME: process.env.HOME ?? '/tmp',
         LM_STUDIO_URL: url,
         OLLAMA_HOST: '127.0.0.1:9',
@@ -88,7 +90,7 @@ describe('the packed and installed package', () => {
         });
 
       beforeAll(async () => {
-        dir = await mkdtemp(join(tmpdir(), `fabric-user-${runtime}-`));
+        dir = await mkdtemp(join(tmpdir(), `fabric-user-${runtime.kind}-`));
       });
       afterAll(async () => {
         await server?.stop();
@@ -98,6 +100,11 @@ describe('the packed and installed package', () => {
       it('writes a starter config and custom pack with fabric init, and runs the pack at once', async () => {
         const init = await fabric(['init']);
         expect(init.exitCode, init.stderr).toBe(0);
+        // The Node the installed command runs on is the one this runtime names.
+        if (runtime.kind === 'node') {
+          const version = await execa('node', ['-p', 'process.versions.node'], { env: env('') });
+          expect(runtime.name.startsWith('node 2') && runtime.name).toContain(version.stdout.split('.')[0]);
+        }
         // The control plane has tests of its own; here it would only boot a database per runtime.
         await appendFile(join(dir, 'fabric.yaml'), 'control: { enabled: false }\n');
         server = await startFakeLlmServer({
@@ -137,6 +144,52 @@ describe('the packed and installed package', () => {
         await server.stop();
         server = undefined;
       }, 120_000);
+
+      it('serves runs of its custom pack over HTTP', async () => {
+        server = await startFakeLlmServer({
+          flavor: 'lm_studio',
+          models: [{ id: MODEL, toolUse: true }],
+          script: [...CONVERSION_SCRIPT, ...CONVERSION_SCRIPT],
+        });
+        const serve = execa(bin(), [...prefixArgs(), 'serve', '--port', '0'], {
+          cwd: dir,
+          env: env(server.url),
+          extendEnv: false,
+          reject: false,
+          stdin: 'ignore',
+        });
+        let stderr = '';
+        try {
+          const url = await new Promise<string>((resolve, reject) => {
+            serve.stderr?.on('data', (chunk: Buffer) => {
+              stderr += chunk.toString();
+              const found = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
+              if (found) resolve(found);
+            });
+            serve.then(() => reject(new Error(`fabric serve exited early:\n${stderr}`)), reject);
+          });
+          for (let round = 0; round < 2; round++) {
+            const started = await fetch(`${url}/v1/runs`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km to miles' }),
+            });
+            expect(started.status, await started.clone().text()).toBe(202);
+            const { run_id } = (await started.json()) as { run_id: string };
+            let run: { status?: string; payload?: unknown } = {};
+            for (let poll = 0; poll < 200 && (run.status === undefined || run.status === 'running'); poll++) {
+              await new Promise((resolve) => setTimeout(resolve, 50));
+              run = (await (await fetch(`${url}/v1/runs/${run_id}`)).json()) as typeof run;
+            }
+            expect(run, stderr).toMatchObject({ status: 'succeeded', payload: { answer: '1.864114 mi' } });
+          }
+        } finally {
+          serve.kill('SIGTERM');
+        }
+        expect((await serve).exitCode, stderr).toBe(0);
+        await server.stop();
+        server = undefined;
+      });
 
       it('serves its specialists and runs over MCP on stdio', async () => {
         server = await startFakeLlmServer({
