@@ -6,6 +6,7 @@ import { exportAll } from '../../../infrastructure/control/exports.ts';
 import { syncRunlogs } from '../../../infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { controlStoreFor } from '../../control-plane.ts';
+import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -94,7 +95,10 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
         return EXIT.ok;
       }
       default:
-        throw new FabricError('usage', `Unknown control action "${action}": use migrate, sync or export.`);
+        throw new FabricError(
+          'usage',
+          `Unknown control action "${action}": use migrate, sync or export.${didYouMean(String(action), ['migrate', 'sync', 'export'])}`,
+        );
     }
   } catch (error) {
     if (error instanceof FabricError) throw error;

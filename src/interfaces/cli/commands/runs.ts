@@ -7,6 +7,7 @@ import { errorMessage } from '../../../domain/errors.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
 import { controlStoreFor } from '../../control-plane.ts';
+import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -59,7 +60,9 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
     return EXIT.ok;
   }
   if (action !== 'list') {
-    io.stderr.write(`fabric runs: unknown action "${action}".\n\n${RUNS_HELP}`);
+    io.stderr.write(
+      `fabric runs: unknown action "${action}".${didYouMean(action, ['list', 'show'])}\n\n${RUNS_HELP}`,
+    );
     return EXIT.usage;
   }
   const limit = positiveInt('--limit', values.limit) ?? 20;
