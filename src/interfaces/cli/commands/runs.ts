@@ -10,6 +10,7 @@ import { controlStoreFor } from '../../control-plane.ts';
 import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const RUNS_HELP = `Usage: fabric runs [list] [--limit N] [--json]
        fabric runs show RUN [--json]
@@ -74,7 +75,9 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
   const { source, runs, notice } = listing;
   if (runs.length === 0) io.stdout.write(`No runs yet in ${config.runs_dir}.\n`);
   for (const run of runs) io.stdout.write(`${describe(run)}\n`);
-  io.stderr.write(`(${runs.length} run(s), from ${source}${notice === undefined ? '' : `; ${notice}`})\n`);
+  io.stderr.write(
+    `(${plural(runs.length, 'run')}, from ${source}${notice === undefined ? '' : `; ${notice}`})\n`,
+  );
   return EXIT.ok;
 }
 
@@ -199,5 +202,5 @@ function newestFirst(a: RunSummary, b: RunSummary): number {
 function describe(run: RunSummary): string {
   const task = (run.task ?? '').replace(/\s+/g, ' ');
   const short = task.length > 60 ? `${task.slice(0, 60)}…` : task;
-  return `${run.run_id}  ${run.status.padEnd(11)} ${String(run.steps).padStart(3)} step(s)  ${run.specialist ?? '?'}  ${short}`;
+  return `${run.run_id}  ${run.status.padEnd(11)} ${String(run.steps).padStart(3)} ${run.steps === 1 ? 'step ' : 'steps'}  ${run.specialist ?? '?'}  ${short}`;
 }
