@@ -172,6 +172,7 @@ describe('fabric replay --execute of a rust run on the example compositor', () =
     const same = await fabric(['replay', run.run_id, '--execute', '--workspace', await compositorCopy()]);
     expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
     expect(same.stdout).toMatch(/^no differences: 4 tool calls answered as in run/m);
+    expect(same.stderr).not.toContain('no --workspace');
 
     const changed = await compositorCopy();
     await appendFile(join(changed, 'src/region.rs'), '\n// A line the original run did not read.\n');
@@ -186,5 +187,57 @@ describe('fabric replay --execute of a rust run on the example compositor', () =
     // The re-run wrote into the copy, not into the workspace it was copied from.
     expect(await readFile(join(kept!, 'NOTES.md'), 'utf8')).toBe('# Notes\nRegion is fine.\n');
     await expect(readFile(join(changed, 'NOTES.md'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('says, on stderr only, that a re-run without --workspace starts from the workspace the run already edited', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [
+        {
+          reply: {
+            toolCalls: [{ name: 'write_file', arguments: { path: 'NOTES.md', content: '# Notes\n' } }],
+          },
+        },
+        {
+          reply: {
+            toolCalls: [
+              { name: 'finish_task', arguments: { summary: 'Wrote notes.', artifacts: ['NOTES.md'] } },
+            ],
+          },
+        },
+      ],
+    });
+    sandbox = await makeSandbox({ specialists: { rust: { builder: 'builtin:rust' } } });
+    const env = testEnv(sandbox, server.url);
+    const fabric = (args: string[]) =>
+      spawnFabric([...args, '--config', sandbox!.configPath], { env, cwd: sandbox!.dir });
+    const workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
+    temps.push(workspace);
+    // At the step limit the final turn skips the finish gate, so no cargo is needed.
+    const ran = await fabric([
+      'run',
+      '-s',
+      'rust',
+      '--workspace',
+      workspace,
+      '--max-steps',
+      '1',
+      '--json',
+      'Notes',
+    ]);
+    const run = JSON.parse(ran.stdout) as RunResult;
+    expect(run.status, ran.stdout).toBe('max_steps');
+
+    const replayed = await fabric(['replay', run.run_id, '--execute', '--json']);
+    expect(replayed.stderr).toContain(
+      `fabric replay: no --workspace, so the re-run works on a copy of ${workspace} as it is now, which already ` +
+        "holds the run's edits: results may differ from the run's. To compare faithfully, pass " +
+        '--workspace DIR with a pristine checkout of what the run started from.',
+    );
+    expect(JSON.parse(replayed.stdout)).toMatchObject({
+      run_id: run.run_id,
+      workspace: { source: workspace },
+    });
   });
 });

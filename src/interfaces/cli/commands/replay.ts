@@ -80,6 +80,14 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.ok;
   }
   const source = values.workspace ?? runStartOf(run).workspace;
+  if (values.workspace === undefined && source !== null) {
+    // The run edited its workspace in place, so a re-run from it starts from the run's end state (issue 20).
+    io.stderr.write(
+      `fabric replay: no --workspace, so the re-run works on a copy of ${source} as it is now, which already ` +
+        "holds the run's edits: results may differ from the run's. To compare faithfully, pass " +
+        '--workspace DIR with a pristine checkout of what the run started from.\n',
+    );
+  }
   const report = await replayExecute(fabric, run, {
     source: source === null ? null : resolve(io.cwd, source),
     keep: Boolean(values.keep),
