@@ -5,11 +5,12 @@ type AnySchema = v.GenericSchema & {
   readonly wrapped?: AnySchema;
   readonly value?: AnySchema;
   readonly options?: readonly AnySchema[];
+  readonly item?: AnySchema;
 };
 
 /**
- * The keys the mapping at `path` may hold under `schema`, following objects, records, optionals
- * and unions; empty when the path leads nowhere known. Lets a config error suggest the key that
+ * The keys the mapping at `path` may hold under `schema`, following objects, records, arrays,
+ * optionals and unions; empty when the path leads nowhere known. Lets a config error suggest the key that
  * was meant (`specialists.rust.max_step` → "max_steps", issue 20) without a second list of names.
  */
 export function knownKeysAt(schema: v.GenericSchema, path: readonly PropertyKey[]): string[] {
@@ -26,5 +27,6 @@ function mappingsAt(schema: AnySchema, path: readonly PropertyKey[]): AnySchema[
     return entry === undefined ? [] : mappingsAt(entry, rest);
   }
   if (schema.type === 'record' && schema.value !== undefined) return mappingsAt(schema.value, rest);
+  if (schema.type === 'array' && schema.item !== undefined) return mappingsAt(schema.item, rest);
   return [];
 }
