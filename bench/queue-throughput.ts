@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { plural } from '../src/domain/words.ts';
 import { ROOT } from '../test/support/fabric-cli.ts';
 import { benchEnv, unitsConfig, writeConfig } from './support/fabric-adapter.ts';
 import { startKeyedLlmServer } from './support/keyed-llm-server.ts';
@@ -141,7 +142,7 @@ try {
         const { wallMs, lags } = await batch(serve.url, RUNS);
         if (workers === 0) inProcessMs = wallMs;
         rows.push([
-          workers === 0 ? 'in-process (fabric serve, no queue)' : `queue, ${workers} worker(s)`,
+          workers === 0 ? 'in-process (fabric serve, no queue)' : `queue, ${plural(workers, 'worker')}`,
           fmt(wallMs),
           (RUNS / (wallMs / 1000)).toFixed(1),
           inProcessMs === undefined ? '—' : `${(inProcessMs / wallMs).toFixed(2)}x`,

@@ -5,6 +5,7 @@
  */
 import { errorMessage } from '../domain/errors.ts';
 import type { QueuedRun, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './run-queue.ts';
+import { plural } from '../domain/words.ts';
 
 /** Runs a queued run to its end; rejects when it could not start (nothing was written). */
 export type ExecuteQueuedRun = (run: QueuedRun, signal: AbortSignal) => Promise<void>;
@@ -71,7 +72,7 @@ export class QueueWorker {
       signal.removeEventListener('abort', stop);
       clearInterval(timer);
       const left = [...this.#running.values()];
-      if (left.length > 0) log(`cancelling ${left.length} run(s) in progress`);
+      if (left.length > 0) log(`cancelling ${plural(left.length, 'run')} in progress`);
       for (const running of left) running.controller.abort(new Error('the worker is shutting down'));
       await Promise.all(left.map((running) => running.done));
       await this.#guard(
@@ -153,7 +154,9 @@ export class QueueWorker {
       [],
     );
     if (interrupted.length > 0)
-      log(`marked ${interrupted.length} run(s) of dead workers interrupted: ${interrupted.join(', ')}`);
+      log(
+        `marked ${plural(interrupted.length, 'run')} of dead workers interrupted: ${interrupted.join(', ')}`,
+      );
   }
 
   /** Waits for the poll interval, a run that ends, or shutdown. */

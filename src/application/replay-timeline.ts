@@ -1,5 +1,6 @@
 import type { RunEvent, RunEventKind, UsageFields } from '../domain/run-events.ts';
 import type { RunStatus } from '../domain/run-result.ts';
+import { plural } from '../domain/words.ts';
 
 /** How an entry reads at a glance; the CLI maps it to a colour. */
 export type TimelineTone = 'info' | 'call' | 'ok' | 'error' | 'warn' | 'dim';
@@ -124,14 +125,14 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'llm_request':
       return {
         tone: 'dim',
-        text: `${event.final_turn ? 'final request (finish_task only)' : 'request'} · ${event.messages} message(s) · ${event.tools.length} tool(s)`,
+        text: `${event.final_turn ? 'final request (finish_task only)' : 'request'} · ${plural(event.messages, 'message')} · ${plural(event.tools.length, 'tool')}`,
       };
     case 'llm_response': {
       const calls = event.tool_calls.map((call) => call.name).join(', ');
       const said = event.content.trim() === '' ? '' : ` "${preview(event.content, 80)}"`;
       return {
         tone: 'dim',
-        text: `model${said} → ${calls === '' ? 'no tool call' : calls} · ${event.usage.total_tokens} tokens · ${event.latency_ms} ms`,
+        text: `model${said} → ${calls === '' ? 'no tool call' : calls} · ${plural(event.usage.total_tokens, 'token')} · ${event.latency_ms} ms`,
       };
     }
     case 'llm_retry':
@@ -142,7 +143,7 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'tool_call_recovered':
       return {
         tone: 'warn',
-        text: `⚑ recovered ${event.tool_calls.length} tool call(s) written as text (${event.format})`,
+        text: `⚑ recovered ${plural(event.tool_calls.length, 'tool call')} written as text (${event.format})`,
       };
     case 'text_fallback':
       return { tone: 'warn', text: `plain-text answer taken as the result: ${preview(event.content)}` };
@@ -157,11 +158,11 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'finish_rejected':
       return { tone: 'warn', text: `✗ finish_task rejected (${event.reason}): ${preview(event.message)}` };
     case 'run_end': {
-      const tokens = event.usage.total_tokens > 0 ? ` · ${event.usage.total_tokens} tokens` : '';
+      const tokens = event.usage.total_tokens > 0 ? ` · ${plural(event.usage.total_tokens, 'token')}` : '';
       const error = event.error === null ? '' : ` · ${event.error.code}: ${preview(event.error.message)}`;
       return {
         tone: event.status === 'succeeded' ? 'ok' : 'error',
-        text: `${event.status} · ${event.steps} step(s)${tokens} · ${(event.duration_ms / 1000).toFixed(2)} s${error}`,
+        text: `${event.status} · ${plural(event.steps, 'step')}${tokens} · ${(event.duration_ms / 1000).toFixed(2)} s${error}`,
       };
     }
   }

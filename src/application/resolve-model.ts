@@ -1,5 +1,6 @@
 import { FabricError } from '../domain/errors.ts';
 import type { BackendProbe, CatalogModel } from './ports.ts';
+import { plural } from '../domain/words.ts';
 
 /** The model a run will use, and why it was chosen. */
 export interface ModelChoice {
@@ -50,7 +51,9 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
   const best = ranked[0];
   if (!best) {
     const skipped =
-      all.length > 0 ? ` (${all.length} model(s) seen, all embedding models or without tool support)` : '';
+      all.length > 0
+        ? ` (${plural(all.length, 'model')} seen, all embedding models or without tool support)`
+        : '';
     const headline =
       healthy.length === 0
         ? 'No model server answered, so no model can be chosen.'

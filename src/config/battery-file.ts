@@ -7,6 +7,8 @@ import { dirname, isAbsolute, normalize, resolve } from 'node:path';
 import * as v from 'valibot';
 import { LineCounter, type Node as YamlNode, isNode, parseDocument } from 'yaml';
 import { FabricError } from '../domain/errors.ts';
+import { didYouMean } from '../domain/words.ts';
+import { knownKeysAt } from './known-keys.ts';
 
 const nonEmpty = v.pipe(v.string(), v.minLength(1));
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
@@ -77,8 +79,17 @@ export function batteryProblems(
   );
 }
 
-/** Reads and validates a battery file; any problem is `config_invalid` (exit 2) naming field and line. */
-export async function loadBatteryFile(path: string): Promise<BatteryFile> {
+/** The specialists a battery may name: the config's, and which file they come from. */
+export interface KnownSpecialists {
+  readonly names: readonly string[];
+  readonly source: string;
+}
+
+/**
+ * Reads and validates a battery file; any problem is `config_invalid` (exit 2) naming field and
+ * line. With `specialists`, a specialist the config lacks is reported with the file's other problems.
+ */
+export async function loadBatteryFile(path: string, specialists?: KnownSpecialists): Promise<BatteryFile> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -90,11 +101,14 @@ export async function loadBatteryFile(path: string): Promise<BatteryFile> {
       { cause: error },
     );
   }
-  return parseBatteryFile(text, path);
+  return parseBatteryFile(text, path, specialists);
 }
 
-/** Validates a battery file's text; `source` is its absolute path. */
-export function parseBatteryFile(text: string, source: string): BatteryFile {
+/**
+ * Validates a battery file's text; `source` is its absolute path. Every problem the file has is
+ * reported at once, in the order of its lines (issue 20: a duplicate id used to hide the rest).
+ */
+export function parseBatteryFile(text: string, source: string, specialists?: KnownSpecialists): BatteryFile {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: true });
   const lineOf = (offset: number | undefined) =>
@@ -117,27 +131,52 @@ export function parseBatteryFile(text: string, source: string): BatteryFile {
     }
     return undefined;
   };
+  const problems: { line: number | undefined; text: string }[] = [];
+  const add = (path: readonly (string | number)[], text: string) => {
+    const line = nodeLine(path);
+    problems.push({ line, text: `  - ${line === undefined ? '' : `line ${line}: `}${text}` });
+  };
   const result = v.safeParse(BatteryFileSchema, raw);
   if (!result.success) {
-    const problems = result.issues.slice(0, 10).map((issue) => {
+    for (const issue of result.issues.slice(0, 10)) {
       const path = (issue.path ?? []).map((item) => item.key as string | number);
-      const line = nodeLine(path);
-      return `  - ${line === undefined ? '' : `line ${line}: `}${describeIssue(issue, path)}`;
-    });
-    throw invalid(source, problems);
+      add(path, describeIssue(issue, path));
+    }
+  }
+  const { tasks, specialist } = raw as { tasks?: unknown; specialist?: unknown };
+  const seen = new Map<string, number>();
+  (Array.isArray(tasks) ? tasks : []).forEach((task: unknown, index) => {
+    const id = task !== null && typeof task === 'object' ? (task as { id?: unknown }).id : undefined;
+    if (typeof id !== 'string') return;
+    const first = seen.get(id);
+    if (first !== undefined)
+      add(
+        ['tasks', index, 'id'],
+        `tasks[${index}].id: "${id}" is already the id of tasks[${first}]; task ids must be unique`,
+      );
+    else seen.set(id, index);
+  });
+  if (
+    specialists !== undefined &&
+    typeof specialist === 'string' &&
+    !specialists.names.includes(specialist)
+  ) {
+    const known = specialists.names.join(', ') || '(none)';
+    add(
+      ['specialist'],
+      `specialist: no specialist "${specialist}" in ${specialists.source} (configured: ${known}).${didYouMean(specialist, specialists.names)}`,
+    );
+  }
+  if (!result.success || problems.length > 0) {
+    const ordered = problems
+      .map((problem, order) => ({ ...problem, order }))
+      .sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || a.order - b.order);
+    throw invalid(
+      source,
+      ordered.map((problem) => problem.text),
+    );
   }
   const battery = result.output;
-  const seen = new Map<string, number>();
-  const duplicates: string[] = [];
-  battery.tasks.forEach((task, index) => {
-    const first = seen.get(task.id);
-    if (first !== undefined) {
-      duplicates.push(
-        `  - line ${nodeLine(['tasks', index, 'id']) ?? '?'}: tasks[${index}].id: "${task.id}" is already the id of tasks[${first}]; task ids must be unique`,
-      );
-    } else seen.set(task.id, index);
-  });
-  if (duplicates.length > 0) throw invalid(source, duplicates);
   return {
     ...battery,
     source,
@@ -160,7 +199,10 @@ export function fieldPath(path: readonly (string | number)[]): string {
 function describeIssue(issue: v.BaseIssue<unknown>, path: readonly (string | number)[]): string {
   const field = path.length === 0 ? '(top level)' : fieldPath(path);
   if (issue.kind === 'schema' && issue.expected === 'never') {
-    return `${field}: unknown key (remove it, or check its spelling)`;
+    const hint = didYouMean(String(path.at(-1) ?? ''), knownKeysAt(BatteryFileSchema, path.slice(0, -1)));
+    return hint === ''
+      ? `${field}: unknown key (remove it, or check its spelling)`
+      : `${field}: unknown key.${hint}`;
   }
   if (issue.received === 'undefined') return `${field}: missing (required)`;
   if (issue.kind === 'validation' && issue.expected === null) return `${field}: expected ${issue.message}`;

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { parse as parseYaml } from 'yaml';
 import { FabricError } from '../domain/errors.ts';
+import { didYouMean } from '../domain/words.ts';
 import type { Environment } from './env.ts';
+import { knownKeysAt } from './known-keys.ts';
 import { FabricConfigSchema, type ParsedConfig, type SpecialistConfig } from './schema.ts';
 import { normalizeLmStudioUrl, normalizeOllamaHost, parseLmStudioUrls } from './urls.ts';
 
@@ -233,7 +235,12 @@ function resolvePath(baseDir: string, path: string): string {
 function formatIssue(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue) ?? '(top level)';
   if (issue.kind === 'schema' && issue.expected === 'never') {
-    return `${path}: unknown key (remove it, or check its spelling)`;
+    const keys = (issue.path ?? []).map((item) => item.key as PropertyKey);
+    const known = knownKeysAt(FabricConfigSchema, keys.slice(0, -1));
+    const hint = didYouMean(String(keys.at(-1) ?? ''), known);
+    if (hint !== '') return `${path}: unknown key.${hint}`;
+    const list = known.length > 0 ? `; the keys here are ${known.join(', ')}` : '';
+    return `${path}: unknown key (remove it, or check its spelling${list})`;
   }
   if (issue.received === 'undefined') {
     return `${path}: missing; expected ${issue.expected ?? 'a value'}`;

@@ -137,7 +137,7 @@ describe('buildTimeline', () => {
     );
     expect(timeline.entries.find((entry) => entry.kind === 'tool_error')).toMatchObject({ tone: 'error' });
     expect(timeline.entries.at(-1)).toMatchObject({ step: null, kind: 'run_end', tone: 'ok' });
-    expect(timeline.entries.at(-1)?.text).toBe('succeeded · 3 step(s) · 486 tokens · 1.23 s');
+    expect(timeline.entries.at(-1)?.text).toBe('succeeded · 3 steps · 486 tokens · 1.23 s');
   });
 
   it('totals the run from run_end, and counts calls, errors, rejections and retries', () => {

@@ -156,7 +156,7 @@ describe('resolveModel', () => {
       probe('ollama', [m('deepseek-r1:7b', { toolUse: false })]),
     ]);
     expect(error.code).toBe('model_not_found');
-    expect(error.message).toContain('No tool-capable chat model is available (2 model(s) seen');
+    expect(error.message).toContain('No tool-capable chat model is available (2 models seen');
     expect(error.message).toContain(
       'lm_studio http://lm:1234: text-embedding-nomic-embed-text-v1.5 (embedding)',
     );

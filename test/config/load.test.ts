@@ -98,6 +98,26 @@ describe('loadConfig', () => {
     expect(error.message).toContain('specialists.rust.modle: unknown key');
   });
 
+  it('suggests the key that was meant for a mistyped one, at any depth, with the file and path', async () => {
+    const error = await failure(
+      'lm: {}\nloop:\n  maxSteps: 3\nspecialists:\n  rust:\n    builder: builtin:rust\n    max_step: 5\n',
+    );
+    expect(error.code).toBe('config_invalid');
+    expect(error.message).toContain(`${join(dir, 'fabric.yaml')}: invalid configuration:`);
+    expect(error.message).toContain('  - lm: unknown key. Did you mean "llm"?');
+    expect(error.message).toContain('  - loop.maxSteps: unknown key. Did you mean "max_steps"?');
+    expect(error.message).toContain('  - specialists.rust.max_step: unknown key. Did you mean "max_steps"?');
+  });
+
+  it('lists the keys a mapping takes when no key is close to an unknown one', async () => {
+    const error = await failure(
+      'specialists:\n  rust:\n    builder: builtin:rust\n    sandbox:\n      zzzzzz: 1\n',
+    );
+    expect(error.message).toContain(
+      'specialists.rust.sandbox.zzzzzz: unknown key (remove it, or check its spelling; the keys here are allowed_commands, timeout_s,',
+    );
+  });
+
   it('reports YAML syntax errors with the file name', async () => {
     const error = await failure('specialists:\n  rust: [unclosed\n');
     expect(error.code).toBe('config_invalid');

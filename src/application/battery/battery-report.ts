@@ -4,6 +4,7 @@
  */
 import type { BatterySummary, CellSummary, ModelSummary } from './battery-summary.ts';
 import type { BatteryPlan, CellResult } from './battery-types.ts';
+import { plural } from '../../domain/words.ts';
 
 /** What the matrix shows for cells not ended yet. */
 export type LiveState = 'pending' | 'running';
@@ -92,7 +93,7 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
   );
   return `# Battery ${summary.name}
 
-Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plan.tasks.length} tasks × ${plan.models.length} models × ${plan.repeat} repeat${plan.repeat === 1 ? '' : 's'}
+Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(plan.tasks.length, 'task')} × ${plural(plan.models.length, 'model')} × ${plural(plan.repeat, 'repeat')}
 
 ## Matrix
 

@@ -2,6 +2,7 @@ import type { ChatStreamEvent } from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { type RetryPolicy, backoffDelay, sleep } from './backoff.ts';
 import type { ClassifiedFault } from './classify-error.ts';
+import { plural } from '../../domain/words.ts';
 
 /** One backend's retry of one request: what to try, how to judge a failure, what to tell the user. */
 export interface RetryLoopOptions<T> {
@@ -43,7 +44,7 @@ export async function withRetries<T>(options: RetryLoopOptions<T>): Promise<{ va
   }
   throw new FabricError(
     'backend_unavailable',
-    `${options.label} failed ${retry.maxAttempts} times (${lastReason}). ${options.giveUpHint}`,
+    `${options.label} failed ${plural(retry.maxAttempts, 'time')} (${lastReason}). ${options.giveUpHint}`,
     { details: { attempts: retry.maxAttempts, reason: lastReason } },
   );
 }

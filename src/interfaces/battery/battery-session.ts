@@ -119,7 +119,12 @@ export class BatterySession {
     }
     if (request.file === undefined && request.battery === undefined)
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
-    const battery = request.battery ?? (await loadBatteryFile(request.file as string));
+    const battery =
+      request.battery ??
+      (await loadBatteryFile(request.file as string, {
+        names: Object.keys(fabric.config.specialists),
+        source: fabric.config.source,
+      }));
     await checkBattery(battery, fabric.config);
     const models = await resolveModels(fabric, battery, request.models, request.signal);
     const now = systemClock.now();

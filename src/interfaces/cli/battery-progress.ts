@@ -7,6 +7,7 @@ import { pairId, renderMatrix } from '../../application/battery/battery-report.t
 import type { BatteryListener } from '../battery/battery-session.ts';
 import type { OutputStream } from './io.ts';
 import type { Style } from './style.ts';
+import { plural } from '../../domain/words.ts';
 
 export class BatteryProgress implements BatteryListener {
   readonly #out: OutputStream;
@@ -56,11 +57,11 @@ export class BatteryProgress implements BatteryListener {
     const s = this.#style;
     const where = `${result.task} × ${result.model}${this.#plan.repeat > 1 ? ` #${result.repeat}` : ''}`;
     if (result.passed) {
-      return `${s.green('✓')} ${where} · ${result.steps} steps · ${result.tokens} tokens · ${result.seconds} s`;
+      return `${s.green('✓')} ${where} · ${plural(result.steps, 'step')} · ${plural(result.tokens, 'token')} · ${result.seconds} s`;
     }
     const error = (result.error ?? '').split('\n')[0] ?? '';
     if (result.status === 'not_run') return `${s.yellow('–')} ${where} · not run: ${error}`;
-    return `${s.red('✗')} ${where} · ${result.failed_check}: ${error} · ${result.steps} steps`;
+    return `${s.red('✗')} ${where} · ${result.failed_check}: ${error} · ${plural(result.steps, 'step')}`;
   }
 
   #draw(): void {

@@ -1,5 +1,6 @@
 import { ENVIRONMENT_VARIABLES } from '../../config/env.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { didYouMean } from '../../domain/words.ts';
 import { FABRIC_VERSION } from '../version.ts';
 import { exitCodeFor } from './exit-code.ts';
 import { type CliIo, EXIT } from './io.ts';
@@ -107,7 +108,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const command = COMMANDS[name];
   if (!command) {
-    io.stderr.write(`fabric: unknown command "${name}". Commands: ${Object.keys(COMMANDS).join(', ')}.\n`);
+    const names = Object.keys(COMMANDS);
+    const hint = name.startsWith('-')
+      ? ` Options come after the command: fabric <command> ${name}.`
+      : didYouMean(name, names, (known) => `\`fabric ${known}\``);
+    io.stderr.write(
+      `fabric: unknown command "${name}".${hint} Commands: ${names.join(', ')}. (fabric --help)\n`,
+    );
     return EXIT.usage;
   }
   try {

@@ -1,6 +1,8 @@
 import type { RunObserver } from '../../application/ports.ts';
+import { FINISH_TOOL } from '../../application/tool-dispatch.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { diffStat } from '../../domain/unified-diff.ts';
+import { plural } from '../../domain/words.ts';
 import type { OutputStream } from './io.ts';
 import type { Style } from './style.ts';
 
@@ -13,6 +15,10 @@ export class ProgressReporter implements RunObserver {
   readonly #style: Style;
   #maxSteps = 0;
   #midLine = false;
+  /** Whether the final, finish-only turn has been asked for (SPEC §3). */
+  #finalTurn = false;
+  /** How the model answered the final turn: an accepted finish_task, plain text, or not at all. */
+  #finalReport: 'finish_task' | 'text' | undefined;
 
   constructor(out: OutputStream, style: Style) {
     this.#out = out;
@@ -31,12 +37,15 @@ export class ProgressReporter implements RunObserver {
     switch (event.kind) {
       case 'run_start':
         this.#maxSteps = event.max_steps;
+        this.#finalTurn = false;
+        this.#finalReport = undefined;
         this.#line(
           `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
         );
         if (event.model_reason) this.#line(s.dim(`  model: ${event.model_reason}`));
         break;
       case 'llm_request':
+        if (event.final_turn) this.#finalTurn = true;
         this.#line(
           s.cyan(event.final_turn ? `[final] asking for a report` : `[${event.step}/${this.#maxSteps}]`),
         );
@@ -46,10 +55,14 @@ export class ProgressReporter implements RunObserver {
         break;
       case 'tool_call_recovered':
         this.#line(
-          s.yellow(`  ⚑ recovered ${event.tool_calls.length} tool call(s) written as text (${event.format})`),
+          s.yellow(
+            `  ⚑ recovered ${plural(event.tool_calls.length, 'tool call')} written as text (${event.format})`,
+          ),
         );
         break;
       case 'tool_call':
+        // An accepted finish_task ends the run, so the last one not rejected is the report.
+        if (this.#finalTurn && event.tool === FINISH_TOOL) this.#finalReport = 'finish_task';
         this.#line(`  → ${event.tool} ${s.dim(preview(event.arguments, ARG_PREVIEW))}`);
         break;
       case 'tool_result':
@@ -67,9 +80,11 @@ export class ProgressReporter implements RunObserver {
         this.#line(`  ${s.red('⛔')} ${event.event_type} (${event.rule})`);
         break;
       case 'finish_rejected':
+        if (this.#finalTurn) this.#finalReport = undefined;
         this.#line(`  ${s.yellow('✗ finish_task rejected')}: ${preview(event.message, RESULT_PREVIEW)}`);
         break;
       case 'text_fallback':
+        if (this.#finalTurn) this.#finalReport = 'text';
         this.#line(s.yellow('  the model answered in plain text; taking it as the result'));
         break;
       case 'run_end': {
@@ -79,19 +94,38 @@ export class ProgressReporter implements RunObserver {
             : event.status === 'cancelled' || event.status === 'max_steps'
               ? s.yellow('■')
               : s.red('✘');
-        const tokens = event.usage.total_tokens > 0 ? ` · ${event.usage.total_tokens} tokens` : '';
-        // At the limit the loop makes one more, finish-only turn for the report (SPEC §3): "after
-        // 2 step(s)" with --max-steps 1 read as if the limit had been overrun.
+        const tokens = event.usage.total_tokens > 0 ? ` · ${plural(event.usage.total_tokens, 'token')}` : '';
         const how =
           event.status === 'max_steps'
-            ? `max_steps: stopped at the limit of ${this.#maxSteps} step(s); the model reported what is left`
-            : `${event.status} after ${event.steps} step(s)`;
+            ? this.#stoppedAtLimit(event.steps)
+            : `${event.status} after ${plural(event.steps, 'step')}`;
         this.#line(`${mark} ${how}${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`);
         if (event.error) this.#line(s.red(`  ${event.error.message}`));
         break;
       }
       case 'llm_response':
         break;
+    }
+  }
+
+  /**
+   * At the limit the loop makes one more, finish-only turn for the report (SPEC §3), so "after 2
+   * steps" with --max-steps 1 would read as if the limit had been overrun; and the report is
+   * claimed only when the model gave one (issue 20).
+   */
+  #stoppedAtLimit(steps: number): string {
+    const worked = this.#finalTurn ? steps - 1 : steps;
+    const stopped =
+      worked < this.#maxSteps
+        ? `max_steps: the time budget ran out after ${plural(worked, 'step')}`
+        : `max_steps: stopped at the limit of ${plural(this.#maxSteps, 'step')}`;
+    switch (this.#finalReport) {
+      case 'finish_task':
+        return `${stopped}; the model reported what is left`;
+      case 'text':
+        return `${stopped}; the model answered in plain text, which is the summary`;
+      case undefined:
+        return `${stopped}; the model did not report (no finish_task), so the result only says the run stopped`;
     }
   }
 

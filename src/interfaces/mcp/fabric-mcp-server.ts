@@ -17,6 +17,7 @@ import { FABRIC_VERSION } from '../version.ts';
 import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';
 import { progressObserver } from './run-progress.ts';
 import { summarizeRun } from './run-summary.ts';
+import { plural } from '../../domain/words.ts';
 
 /** What the MCP server uses of the fabric (a `Fabric` satisfies it). */
 export interface FabricMcpServices {
@@ -126,7 +127,7 @@ async function runTask(
     onModelChosen: (choice) => report(`model: ${choice.model.id} (${choice.reason})`),
     onNotice: (message) => context.log(message),
   });
-  context.log(`run ${result.run_id} ${result.status} (${result.steps} steps): ${result.runlog}`);
+  context.log(`run ${result.run_id} ${result.status} (${plural(result.steps, 'step')}): ${result.runlog}`);
   await sent;
   return {
     content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],

@@ -1,5 +1,6 @@
 import type { RunObserver } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { plural } from '../../domain/words.ts';
 
 /** Sends one progress message; must not throw. */
 export type ProgressSink = (message: string) => void;
@@ -36,7 +37,7 @@ export function describeEvent(event: RunEvent): string {
     case 'finish_rejected':
       return `step ${event.step}: finish_task rejected: ${clip(event.message)}`;
     case 'run_end':
-      return `run ${event.run_id} ended: ${event.status} after ${event.steps} steps`;
+      return `run ${event.run_id} ended: ${event.status} after ${plural(event.steps, 'step')}`;
     default:
       return `${event.kind}`;
   }

@@ -325,6 +325,31 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(await runIds()).toEqual([]);
   });
 
+  it('reports all the problems of a file at once, each with its line, in one error, and runs nothing', async () => {
+    const file = await writeBattery({
+      specialist: 'unit',
+      tasks: [
+        { id: 'a', task: 'x' },
+        { id: 'a', task: 'y', expct: { status: 'succeeded' } },
+      ],
+    });
+    const result = await battery([file]);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(`fabric battery: ${file}: invalid battery file (nothing was run):\n`);
+    const problems = result.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^ {2}- line 2: specialist: no specialist "unit" in \S+fabric\.yaml \(configured: units\)\. Did you mean "units"\?$/,
+      ),
+      expect.stringMatching(
+        /^ {2}- line \d+: tasks\[1\]\.id: "a" is already the id of tasks\[0\]; task ids must be unique$/,
+      ),
+      expect.stringMatching(/^ {2}- line \d+: tasks\[1\]\.expct: unknown key\. Did you mean "expect"\?$/),
+    ]);
+    expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
+    expect(await runIds()).toEqual([]);
+  });
+
   it('takes `--models available`: every tool-capable model the servers have', async () => {
     const file = await writeBattery({ tasks: [{ id: 'km', task: 'Convert 3 km to miles' }] });
     const result = await battery([file, '--models', 'available', '--json']);

@@ -33,6 +33,46 @@ describe('fabric init', () => {
     expect(pack).toContain('builder: ./notes.pack.ts#buildPack');
   });
 
+  it('adds a second pack to an existing fabric.yaml, keeping its keys and comments', async () => {
+    expect((await init([])).exitCode).toBe(0);
+    const config = join(dir, 'fabric.yaml');
+    await writeFile(
+      config,
+      `# my own comment\n${await readFile(config, 'utf8')}loop:\n  max_steps: 12 # mine too\n`,
+    );
+    const result = await init(['--pack', 'notes']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Wrote notes.pack.ts and added the specialist notes to fabric.yaml.');
+    const text = await readFile(config, 'utf8');
+    expect(text).toMatch(/^# my own comment\n/);
+    expect(text).toContain('max_steps: 12 # mine too');
+    const loaded = await loadConfig({ cwd: dir, env: {} });
+    expect(Object.keys(loaded.specialists)).toEqual(['units', 'rust', 'research', 'notes']);
+    expect(loaded.specialists.notes?.builder).toBe('./notes.pack.ts#buildPack');
+    expect(loaded.specialists.units?.builder).toBe('./units.pack.ts#buildPack');
+    expect(loaded.loop.max_steps).toBe(12);
+    expect(await readFile(join(dir, 'notes.pack.ts'), 'utf8')).toContain(
+      'builder: ./notes.pack.ts#buildPack',
+    );
+  });
+
+  it('refuses to add a pack whose specialist or file already exists, and says what to do', async () => {
+    expect((await init([])).exitCode).toBe(0);
+    const before = await readFile(join(dir, 'fabric.yaml'), 'utf8');
+    const again = await init(['--pack', 'units']);
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toContain(
+      `${join(dir, 'fabric.yaml')} already has a specialist "units"; nothing was written.`,
+    );
+    expect(again.stderr).toContain('Pick another name with --pack NAME');
+    await writeFile(join(dir, 'notes.pack.ts'), '// mine\n');
+    const taken = await init(['--pack', 'notes']);
+    expect(taken.exitCode).toBe(2);
+    expect(taken.stderr).toContain(`${join(dir, 'notes.pack.ts')} already exists; nothing was written.`);
+    expect(await readFile(join(dir, 'notes.pack.ts'), 'utf8')).toBe('// mine\n');
+    expect(await readFile(join(dir, 'fabric.yaml'), 'utf8')).toBe(before);
+  });
+
   it('leaves existing files alone unless --force, and refuses a bad pack name', async () => {
     await writeFile(join(dir, 'fabric.yaml'), 'mine\n');
     const refused = await init([]);

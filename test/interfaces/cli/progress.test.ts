@@ -49,9 +49,41 @@ describe('fabric run as a person reads it', () => {
     );
     expect(result.exitCode).toBe(3);
     expect(result.stderr).toMatch(
-      /■ max_steps: stopped at the limit of 1 step\(s\); the model reported what is left/,
+      /■ max_steps: stopped at the limit of 1 step; the model reported what is left · /,
     );
-    expect(result.stderr).not.toContain('after 2 step(s)');
+    expect(result.stderr).not.toMatch(/after 2 steps|step\(s\)/);
+    expect(result.stdout).toContain('Out of steps.');
+  });
+
+  it('says the model did not report when its final turn has no finish_task, and what the result is', async () => {
+    const result = await run(
+      ['-s', 'units', '--max-steps', '1', 'Convert 1 m'],
+      [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 1, from: 'm', to: 'cm' } }] } },
+        { reply: { content: '' } },
+      ],
+    );
+    expect(result.exitCode).toBe(3);
+    expect(result.stderr).toMatch(
+      /■ max_steps: stopped at the limit of 1 step; the model did not report \(no finish_task\), so the result only says the run stopped · /,
+    );
+    expect(result.stderr).not.toContain('the model reported');
+    expect(result.stdout).toContain(
+      'The step limit of 1 is reached. The model did not report through finish_task.',
+    );
+  });
+
+  it('says a final finish_task that was rejected is no report', async () => {
+    const result = await run(
+      ['-s', 'units', '--max-steps', '1', 'Convert 1 m'],
+      [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 1, from: 'm', to: 'cm' } }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { answer: 'no summary' } }] } },
+      ],
+    );
+    expect(result.exitCode).toBe(3);
+    expect(result.stderr).toContain('finish_task rejected');
+    expect(result.stderr).toContain('the model did not report (no finish_task)');
   });
 
   it('prints the list fields of the payload as lists, not raw JSON', async () => {

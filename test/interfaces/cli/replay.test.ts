@@ -61,8 +61,8 @@ describe('fabric replay of a units run', () => {
     );
     expect(result.stdout).toContain('[1] ✓ 3 km = 1.864114 mi');
     expect(result.stdout).toMatch(/\[2\] ✗ finish_task rejected \(invalid_payload\): "answer" is required/);
-    expect(result.stdout).toMatch(/run_end {2}succeeded · 3 step\(s\) · 486 tokens/);
-    expect(result.stdout).toContain('1 rejected finish(es)');
+    expect(result.stdout).toMatch(/run_end {2}succeeded · 3 steps · 486 tokens/);
+    expect(result.stdout).toContain('1 rejected finish,');
     // NO_COLOR is set: no escape codes.
     expect(result.stdout).not.toContain('\u001b[');
   });
@@ -86,7 +86,7 @@ describe('fabric replay of a units run', () => {
     const result = await fabric(['replay', run.run_id, '--execute']);
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stdout).toMatch(
-      /^no differences: 3 tool call\(s\) answered as in run \S+ \(3 of 3 recorded model turn\(s\)\); the re-run ended succeeded again\.$/m,
+      /^no differences: 3 tool calls answered as in run \S+ \(3 of 3 recorded model turns\); the re-run ended succeeded again\.$/m,
     );
     expect(result.stderr).toContain('finish_task rejected');
     const json = JSON.parse((await inProcess(['replay', run.run_id, '--execute', '--json'])).stdout);
@@ -171,13 +171,14 @@ describe('fabric replay --execute of a rust run on the example compositor', () =
 
     const same = await fabric(['replay', run.run_id, '--execute', '--workspace', await compositorCopy()]);
     expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
-    expect(same.stdout).toMatch(/^no differences: 4 tool call\(s\) answered as in run/m);
+    expect(same.stdout).toMatch(/^no differences: 4 tool calls answered as in run/m);
+    expect(same.stderr).not.toContain('no --workspace');
 
     const changed = await compositorCopy();
     await appendFile(join(changed, 'src/region.rs'), '\n// A line the original run did not read.\n');
     const differs = await fabric(['replay', run.run_id, '--execute', '--workspace', changed, '--keep']);
     expect(differs.exitCode, differs.stderr).toBe(1);
-    expect(differs.stdout).toMatch(/^1 difference\(s\) from run \S+ \(4 of 4 recorded model turn\(s\)\):$/m);
+    expect(differs.stdout).toMatch(/^1 difference from run \S+ \(4 of 4 recorded model turns\):$/m);
     expect(differs.stdout).toMatch(/^ {2}\[1\] read_file \(\S+\): the tool result differs$/m);
     expect(differs.stdout).toContain('A line the original run did not read.');
     const kept = /^workspace copy kept at (.+)$/m.exec(differs.stdout)?.[1];
@@ -186,5 +187,57 @@ describe('fabric replay --execute of a rust run on the example compositor', () =
     // The re-run wrote into the copy, not into the workspace it was copied from.
     expect(await readFile(join(kept!, 'NOTES.md'), 'utf8')).toBe('# Notes\nRegion is fine.\n');
     await expect(readFile(join(changed, 'NOTES.md'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('says, on stderr only, that a re-run without --workspace starts from the workspace the run already edited', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [
+        {
+          reply: {
+            toolCalls: [{ name: 'write_file', arguments: { path: 'NOTES.md', content: '# Notes\n' } }],
+          },
+        },
+        {
+          reply: {
+            toolCalls: [
+              { name: 'finish_task', arguments: { summary: 'Wrote notes.', artifacts: ['NOTES.md'] } },
+            ],
+          },
+        },
+      ],
+    });
+    sandbox = await makeSandbox({ specialists: { rust: { builder: 'builtin:rust' } } });
+    const env = testEnv(sandbox, server.url);
+    const fabric = (args: string[]) =>
+      spawnFabric([...args, '--config', sandbox!.configPath], { env, cwd: sandbox!.dir });
+    const workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
+    temps.push(workspace);
+    // At the step limit the final turn skips the finish gate, so no cargo is needed.
+    const ran = await fabric([
+      'run',
+      '-s',
+      'rust',
+      '--workspace',
+      workspace,
+      '--max-steps',
+      '1',
+      '--json',
+      'Notes',
+    ]);
+    const run = JSON.parse(ran.stdout) as RunResult;
+    expect(run.status, ran.stdout).toBe('max_steps');
+
+    const replayed = await fabric(['replay', run.run_id, '--execute', '--json']);
+    expect(replayed.stderr).toContain(
+      `fabric replay: no --workspace, so the re-run works on a copy of ${workspace} as it is now, which already ` +
+        "holds the run's edits: results may differ from the run's. To compare faithfully, pass " +
+        '--workspace DIR with a pristine checkout of what the run started from.',
+    );
+    expect(JSON.parse(replayed.stdout)).toMatchObject({
+      run_id: run.run_id,
+      workspace: { source: workspace },
+    });
   });
 });

@@ -174,4 +174,68 @@ describe('fabric runs', () => {
       [storedOnly, 'failed'],
     ]);
   });
+  it('shows a run from its runlog: status, specialist, model, steps, tokens, duration and the result, summary first', async () => {
+    sandbox = await makeSandbox();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: CONVERSION_SCRIPT,
+    });
+    const env = testEnv(sandbox, llm.url);
+    const run = await spawnFabric(
+      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'Convert 3 km'],
+      {
+        env,
+        cwd: sandbox.dir,
+      },
+    );
+    expect(run.exitCode, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as RunResult;
+    const shown = (await fabric(['runs', 'show', result.run_id], env)).stdout;
+    expect(shown).toMatch(new RegExp(`^${result.run_id}\n  status: +succeeded\n  specialist: +units\n`));
+    expect(shown).toContain(`  model:      ${MODEL} (${result.backend})\n`);
+    expect(shown).toContain('  steps:      3\n');
+    expect(shown).toContain(`  tokens:     ${result.usage.total_tokens}\n`);
+    expect(shown).toMatch(/ {2}duration: +\d+\.\d s\n/);
+    expect(shown).toContain('  task:       Convert 3 km\n');
+    expect(shown).toMatch(/ {2}runlog: +\S+runlog\.jsonl\n/);
+    expect(shown).not.toContain('error:');
+    expect(shown).toMatch(/\nresult:\n {2}Converted 3 km\.\n {2}answer: 1\.864114 mi\n$/);
+    const json = JSON.parse(
+      (await fabric(['runs', 'show', result.run_id, '--json'], env)).stdout,
+    ) as RunSummary & {
+      duration_ms: number;
+      runlog: string;
+    };
+    expect(json).toMatchObject({ status: 'succeeded', model: MODEL, payload: result.payload, steps: 3 });
+    expect(json.duration_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('shows a run only the control plane holds, with its model, error and where the record is', async () => {
+    sandbox = await makeSandbox({ control: { enabled: true } });
+    const env = testEnv(sandbox, 'http://127.0.0.1:9');
+    const holder = new PgliteControlStore(embeddedControlDir(sandbox.runsDir));
+    await holder.migrate();
+    await holder.write({
+      events: await writeRunlog(
+        await tempRunsDir(),
+        'stored-only-run',
+        '2020-06-01T10:00:00Z',
+        lacksToolsRun(),
+      ),
+      modelCalls: [],
+    });
+    await holder.close();
+    const shown = (await fabric(['runs', 'show', 'stored-only-run'], env)).stdout;
+    expect(shown).toMatch(/^stored-only-run\n {2}status: +failed\n/);
+    expect(shown).toContain('  model:      gemma:2b (ollama http://127.0.0.1:11434)\n');
+    expect(shown).toContain('  error:      model_lacks_tools: gemma:2b does not support tools.\n');
+    expect(shown).toMatch(/ {2}runlog: +none on this machine; the record is the control plane's \(pglite /);
+    expect(shown).toMatch(/\nresult: none recorded\n$/);
+    const json = JSON.parse((await fabric(['runs', 'show', 'stored-only-run', '--json'], env)).stdout) as {
+      runlog: null;
+      status: string;
+    };
+    expect(json).toMatchObject({ runlog: null, status: 'failed' });
+  });
 });

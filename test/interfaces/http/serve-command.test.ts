@@ -70,7 +70,7 @@ describe('fabric serve', () => {
 
     controller.abort(new Error('SIGTERM'));
     expect(await exit).toBe(0);
-    expect(stderr).toContain('cancelling 1 run(s) in progress');
+    expect(stderr).toContain('cancelling 1 run in progress');
     expect(stderr).toContain('stopped');
     const path = `${sandbox.runsDir}/${run_id}/runlog.jsonl`;
     const events = parseRunlog(await readFile(path, 'utf8'), path).events;

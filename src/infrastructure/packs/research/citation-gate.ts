@@ -4,6 +4,7 @@
  */
 import type { GateResult } from '../../../application/ports.ts';
 import { type FetchLedger, normaliseText } from './fetch-ledger.ts';
+import { plural } from '../../../domain/words.ts';
 
 /** A citation as the finish schema defines it. */
 export interface Citation {
@@ -49,7 +50,7 @@ function citationProblem(citation: Citation, ledger: FetchLedger, minQuoteWords:
   const trimmed = quote.replace(/^(\.\.\.|…)\s*|\s*(\.\.\.|…)$/g, '');
   const words = trimmed.split(' ').filter((word) => /[\p{L}\p{N}]/u.test(word)).length;
   if (words < minQuoteWords) {
-    return `the quote has ${words} word(s); quote at least ${minQuoteWords} consecutive words from the page.`;
+    return `the quote has ${plural(words, 'word')}; quote at least ${plural(minQuoteWords, 'consecutive word')} from the page.`;
   }
   if (!entry.normalisedText.includes(trimmed)) {
     return (

@@ -9,6 +9,7 @@ import { BatteryProgress } from '../battery-progress.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const BATTERY_HELP = `Usage: fabric battery FILE [options]
        fabric battery --resume ID [FILE] [options]
@@ -99,7 +100,7 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     const { plan } = session;
     const pending = session.pending().length;
     io.stderr.write(
-      `${style.bold('fabric')} battery ${plan.id} · ${plan.name} · ${plan.tasks.length} tasks × ${plan.models.length} models × ${plan.repeat} · ${pending} cells to run, ${session.concurrency} at once\n`,
+      `${style.bold('fabric')} battery ${plan.id} · ${plan.name} · ${plural(plan.tasks.length, 'task')} × ${plural(plan.models.length, 'model')} × ${plan.repeat} · ${plural(pending, 'cell')} to run, ${session.concurrency} at once\n`,
     );
     io.stderr.write(style.dim(`  resume after Ctrl-C: fabric battery --resume ${plan.id}\n`));
     const progress = new BatteryProgress(io.stderr, style, plan, session.cells());
@@ -116,7 +117,7 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     else {
       for (const model of summary.models) {
         io.stdout.write(
-          `${model.model}: ${model.passed}/${model.total} passed · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${model.tokens} tokens\n`,
+          `${model.model}: ${model.passed}/${model.total} passed · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}\n`,
         );
       }
     }

@@ -6,8 +6,10 @@ import { exportAll } from '../../../infrastructure/control/exports.ts';
 import { syncRunlogs } from '../../../infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { controlStoreFor } from '../../control-plane.ts';
+import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const CONTROL_HELP = `Usage: fabric control <migrate|sync|export> [options]
 
@@ -61,16 +63,16 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
         await store.migrate();
         const report = await syncRunlogs(store, new FileRunLogStore(config.runs_dir), {
           onRun: (runId, inserted) => {
-            if (!values.json) io.stderr.write(`  ${runId}: ${inserted} event(s) added\n`);
+            if (!values.json) io.stderr.write(`  ${runId}: ${plural(inserted, 'event')} added\n`);
           },
         });
         print(
-          `synced ${report.runsScanned} run(s): ${report.runsUpdated} updated, ${report.eventsInserted} event(s) and ` +
-            `${report.modelCallsInserted} model call(s) added` +
+          `synced ${plural(report.runsScanned, 'run')}: ${report.runsUpdated} updated, ${plural(report.eventsInserted, 'event')} and ` +
+            `${plural(report.modelCallsInserted, 'model call')} added` +
             (report.runsInterrupted > 0
-              ? `; ${report.runsInterrupted} run(s) whose process is gone marked interrupted`
+              ? `; ${plural(report.runsInterrupted, 'run')} whose process is gone marked interrupted`
               : '') +
-            (report.failed.length > 0 ? `; ${report.failed.length} unreadable runlog(s)` : ''),
+            (report.failed.length > 0 ? `; ${plural(report.failed.length, 'unreadable runlog')}` : ''),
           report,
         );
         for (const failure of report.failed)
@@ -87,14 +89,17 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
           await syncRunlogs(store, new FileRunLogStore(config.runs_dir)).catch(() => {});
         const result = await exportAll(store, outDir);
         print(
-          `wrote ${result.files.length} file(s) to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +
+          `wrote ${plural(result.files.length, 'file')} to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +
             `indicator: ${result.exports.lm_indicator.status} (${result.exports.lm_indicator.reason})`,
           { files: result.files, db_off: result.dbOff, indicator: result.exports.lm_indicator },
         );
         return EXIT.ok;
       }
       default:
-        throw new FabricError('usage', `Unknown control action "${action}": use migrate, sync or export.`);
+        throw new FabricError(
+          'usage',
+          `Unknown control action "${action}": use migrate, sync or export.${didYouMean(String(action), ['migrate', 'sync', 'export'])}`,
+        );
     }
   } catch (error) {
     if (error instanceof FabricError) throw error;

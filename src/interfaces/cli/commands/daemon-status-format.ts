@@ -1,4 +1,5 @@
 import type { DaemonStatus, DaemonTaskFigures } from '../../../application/daemon/daemon-status.ts';
+import { plural } from '../../../domain/words.ts';
 
 /** `fabric daemon status` for a person. */
 export function formatStatus(status: DaemonStatus): string {
@@ -15,7 +16,7 @@ export function formatStatus(status: DaemonStatus): string {
     for (const task of change.tasks) {
       const mark = { done: '[x]', pending: '[ ]', blocked: '[!]', running: '[>]' }[task.status];
       const extra = [
-        task.attempts > 0 ? `${task.attempts} attempt(s)` : '',
+        task.attempts > 0 ? plural(task.attempts, 'attempt') : '',
         task.commit === null ? '' : `commit ${task.commit.slice(0, 10)}`,
       ]
         .filter(Boolean)
@@ -31,7 +32,7 @@ export function formatStatus(status: DaemonStatus): string {
     `\nattempts ${s.attempts}, tasks committed ${s.succeeded}, success rate ${pct(s.success_rate)}, first-attempt success ${pct(s.first_attempt_success_rate)}`,
   );
   if (s.seconds_per_task !== null)
-    lines.push(`per task: ${s.seconds_per_task}s, ${s.tokens_per_task ?? 0} tokens`);
+    lines.push(`per task: ${s.seconds_per_task}s, ${plural(s.tokens_per_task ?? 0, 'token')}`);
   const b = status.backend;
   lines.push(
     `backend ${b.state}${b.last_ok === null ? '' : `, last ok ${b.last_ok}`}, failures ${b.failures}${b.backoff_s > 0 ? `, backing off ${b.backoff_s}s` : ''}`,
@@ -42,11 +43,10 @@ export function formatStatus(status: DaemonStatus): string {
 /** `2 files, +9 −1, 3 tests passed, clippy warnings 0 → 1` (or why clippy has no figure). */
 export function figureLine(figures: DaemonTaskFigures): string {
   const parts: string[] = [];
-  if (figures.files_changed !== null)
-    parts.push(`${figures.files_changed} ${figures.files_changed === 1 ? 'file' : 'files'}`);
+  if (figures.files_changed !== null) parts.push(plural(figures.files_changed, 'file'));
   if (figures.lines_added !== null || figures.lines_removed !== null)
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
-  if (figures.tests_passed !== null) parts.push(`${figures.tests_passed} tests passed`);
+  if (figures.tests_passed !== null) parts.push(`${plural(figures.tests_passed, 'test')} passed`);
   parts.push(clippyText(figures));
   return parts.join(', ');
 }

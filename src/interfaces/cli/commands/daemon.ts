@@ -2,11 +2,11 @@ import { realpath, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import process from 'node:process';
-import { parseArgs } from 'node:util';
 import { CompletionDaemon } from '../../../application/daemon/completion-daemon.ts';
 import { isDaemonTaskSink } from '../../../application/daemon/daemon-ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { didYouMean } from '../../../domain/words.ts';
 import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
 import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
@@ -15,7 +15,7 @@ import { SandboxValidator } from '../../../infrastructure/validation/sandbox-val
 import { createFabric } from '../../compose.ts';
 import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
 import { FabricTaskRunner } from '../../daemon/fabric-task-runner.ts';
-import { positiveInt } from '../args.ts';
+import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
@@ -74,7 +74,11 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   }
   const [sub, ...extra] = positionals;
   if ((sub !== undefined && sub !== 'status') || extra.length > 0) {
-    throw new FabricError('usage', `Unknown argument "${sub ?? extra[0]}". See \`fabric daemon --help\`.`);
+    const word = sub !== undefined && sub !== 'status' ? sub : (extra[0] ?? '');
+    throw new FabricError(
+      'usage',
+      `Unknown argument "${word}".${didYouMean(word, ['status'])} See \`fabric daemon --help\`.`,
+    );
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const repo = await repoDir(resolve(io.cwd, values.repo ?? '.'));
@@ -145,28 +149,18 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
 }
 
 function parse(argv: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        repo: { type: 'string' },
-        change: { type: 'string', multiple: true },
-        once: { type: 'boolean' },
-        interval: { type: 'string' },
-        'max-attempts': { type: 'string' },
-        'retry-blocked': { type: 'boolean' },
-        model: { type: 'string', short: 'm' },
-        config: { type: 'string', short: 'c' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    const message = error instanceof Error ? error.message.replace(/^.*?: /, '') : String(error);
-    throw new FabricError('usage', `${message}\nSee \`fabric daemon --help\`.`);
-  }
+  return parseCommandArgs('daemon', argv, {
+    repo: { type: 'string' },
+    change: { type: 'string', multiple: true },
+    once: { type: 'boolean' },
+    interval: { type: 'string' },
+    'max-attempts': { type: 'string' },
+    'retry-blocked': { type: 'boolean' },
+    model: { type: 'string', short: 'm' },
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
 }
 
 async function repoDir(path: string): Promise<string> {

@@ -5,6 +5,7 @@ import { Fabric } from '../../compose.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const HEALTH_HELP = `Usage: fabric health lm [--json] [--config FILE]
 
@@ -54,7 +55,8 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
     for (const b of backends) {
       const state =
         b.state === 'down' ? style.red('down') : b.usable ? style.green('up  ') : style.yellow('up  ');
-      const detail = b.state === 'down' ? (b.error ?? '') : `${b.models} models, ${b.usable_models} usable`;
+      const detail =
+        b.state === 'down' ? (b.error ?? '') : `${plural(b.models, 'model')}, ${b.usable_models} usable`;
       io.stdout.write(
         `${`${b.backend} ${b.base_url}`.padEnd(width)}  ${state}  ${`${b.latency_ms} ms`.padStart(7)}  ${detail}\n`,
       );

@@ -1,5 +1,6 @@
 import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isMap, parseDocument } from 'yaml';
 import { FabricError } from '../../../domain/errors.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -16,6 +17,11 @@ Writes, in the working directory, a starter config (fabric.yaml) and a custom pa
 The pack imports everything from agent-fabric and needs no package.json of its own; on Deno
 run the fabric with the package's deno.json (docs/packs.md). Existing files are left alone
 unless --force.
+
+With --pack NAME in a directory that already has a fabric.yaml, only the pack is added: NAME.pack.ts
+is written and a NAME specialist is added to fabric.yaml, keeping its keys and comments
+(refused if fabric.yaml already has that specialist or NAME.pack.ts exists). --force writes both
+starter files anew, replacing fabric.yaml.
 `;
 
 /** The example pack the package ships; the starter pack is a copy of it. */
@@ -43,6 +49,9 @@ export async function initCommand(argv: readonly string[], io: CliIo): Promise<n
     );
   }
   const packFile = `${name}.pack.ts`;
+  const configPath = join(io.cwd, 'fabric.yaml');
+  if (values.pack !== undefined && !values.force && (await exists(configPath)))
+    return addPack(io, values.json === true, name, packFile, configPath);
   const files = [
     { path: join(io.cwd, 'fabric.yaml'), text: starterConfig(name, packFile) },
     { path: join(io.cwd, packFile), text: starterPack(await readFile(EXAMPLE_PACK, 'utf8'), name, packFile) },
@@ -67,6 +76,66 @@ export async function initCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   io.stdout.write(
     `Wrote fabric.yaml and ${packFile}. Try:\n\n` +
+      `  fabric specialists\n  fabric run --specialist ${name} "Convert 3 km to miles"\n\n` +
+      `Edit ${packFile} to make the pack your own (docs/packs.md).\n`,
+  );
+  return EXIT.ok;
+}
+
+/** `fabric init --pack NAME` next to an existing fabric.yaml: the pack and its entry, nothing else. */
+async function addPack(
+  io: CliIo,
+  json: boolean,
+  name: string,
+  packFile: string,
+  configPath: string,
+): Promise<number> {
+  const packPath = join(io.cwd, packFile);
+  const document = parseDocument(await readFile(configPath, 'utf8'));
+  if (document.errors.length > 0) {
+    throw new FabricError(
+      'config_invalid',
+      `${configPath} is not valid YAML (${document.errors[0]?.message.split('\n')[0]}), so the ${name} pack was not added. ` +
+        'Fix the file, or use --force to replace it with a starter config.',
+    );
+  }
+  if (document.hasIn(['specialists', name])) {
+    throw new FabricError(
+      'usage',
+      `${configPath} already has a specialist "${name}"; nothing was written. ` +
+        'Pick another name with --pack NAME, or remove that entry first.',
+    );
+  }
+  if (await exists(packPath)) {
+    throw new FabricError(
+      'usage',
+      `${packPath} already exists; nothing was written. Pick another name with --pack NAME, or move the file away.`,
+    );
+  }
+  const specialists = document.get('specialists');
+  if (specialists !== undefined && specialists !== null && !isMap(specialists)) {
+    throw new FabricError(
+      'config_invalid',
+      `${configPath}: "specialists" is not a mapping, so the ${name} pack was not added. Fix the file first.`,
+    );
+  }
+  // `specialists: {}` would otherwise take the new entry on one line.
+  if (isMap(specialists)) specialists.flow = false;
+  document.setIn(
+    ['specialists', name],
+    document.createNode({
+      description: `A custom pack (${packFile}); edit it to make it yours`,
+      builder: `./${packFile}#buildPack`,
+    }),
+  );
+  await writeFile(packPath, starterPack(await readFile(EXAMPLE_PACK, 'utf8'), name, packFile));
+  await writeFile(configPath, document.toString());
+  if (json) {
+    io.stdout.write(`${JSON.stringify({ config: configPath, pack: packPath, specialist: name })}\n`);
+    return EXIT.ok;
+  }
+  io.stdout.write(
+    `Wrote ${packFile} and added the specialist ${name} to fabric.yaml. Try:\n\n` +
       `  fabric specialists\n  fabric run --specialist ${name} "Convert 3 km to miles"\n\n` +
       `Edit ${packFile} to make the pack your own (docs/packs.md).\n`,
   );

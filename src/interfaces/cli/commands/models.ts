@@ -7,6 +7,7 @@ import { Fabric } from '../../compose.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const MODELS_HELP = `Usage: fabric models [options]
 
@@ -102,7 +103,7 @@ function writeText(
       continue;
     }
     io.stdout.write(
-      `${style.bold(head)}  ${style.green('up')} (${probe.latencyMs} ms, ${probe.models.length} models)\n`,
+      `${style.bold(head)}  ${style.green('up')} (${probe.latencyMs} ms, ${plural(probe.models.length, 'model')})\n`,
     );
     const width = Math.max(0, ...probe.models.map((model) => model.id.length));
     for (const model of probe.models) {

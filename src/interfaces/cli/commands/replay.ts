@@ -11,6 +11,7 @@ import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
 import { type Style, styleFor } from '../style.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const REPLAY_HELP = `Usage: fabric replay RUN [--json]
        fabric replay RUN --execute [--workspace DIR] [--keep] [--json]
@@ -79,6 +80,14 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.ok;
   }
   const source = values.workspace ?? runStartOf(run).workspace;
+  if (values.workspace === undefined && source !== null) {
+    // The run edited its workspace in place, so a re-run from it starts from the run's end state (issue 20).
+    io.stderr.write(
+      `fabric replay: no --workspace, so the re-run works on a copy of ${source} as it is now, which already ` +
+        "holds the run's edits: results may differ from the run's. To compare faithfully, pass " +
+        '--workspace DIR with a pristine checkout of what the run started from.\n',
+    );
+  }
   const report = await replayExecute(fabric, run, {
     source: source === null ? null : resolve(io.cwd, source),
     keep: Boolean(values.keep),
@@ -126,8 +135,8 @@ function renderTimeline(timeline: Timeline, location: string, s: Style): string 
   }
   const t = timeline.totals;
   lines.push(
-    `${t.status} · ${t.steps} step(s) · ${t.usage.total_tokens} tokens · ${t.tool_calls} tool call(s), ` +
-      `${t.tool_errors} tool error(s), ${t.finish_rejected} rejected finish(es), ${t.retries} retry(ies) · ` +
+    `${t.status} · ${plural(t.steps, 'step')} · ${plural(t.usage.total_tokens, 'token')} · ${plural(t.tool_calls, 'tool call')}, ` +
+      `${plural(t.tool_errors, 'tool error')}, ${plural(t.finish_rejected, 'rejected finish', 'rejected finishes')}, ${plural(t.retries, 'retry', 'retries')} · ` +
       `${(t.duration_ms / 1000).toFixed(2)} s`,
   );
   if (t.status === 'running')
@@ -143,12 +152,12 @@ function renderComparison(
   replay: ReplaySummary,
   s: Style,
 ): string {
-  const turns = `${replay.turns_used} of ${replay.turns_recorded} recorded model turn(s)`;
+  const turns = `${replay.turns_used} of ${plural(replay.turns_recorded, 'recorded model turn')}`;
   if (comparison.identical) {
-    return `${s.green('no differences')}: ${comparison.compared} tool call(s) answered as in run ${run.runId} (${turns}); the re-run ended ${replay.status} again.\n`;
+    return `${s.green('no differences')}: ${plural(comparison.compared, 'tool call')} answered as in run ${run.runId} (${turns}); the re-run ended ${replay.status} again.\n`;
   }
   const lines = [
-    `${s.red(`${comparison.differences.length} difference(s) from run ${run.runId}`)} (${turns}):`,
+    `${s.red(`${plural(comparison.differences.length, 'difference')} from run ${run.runId}`)} (${turns}):`,
   ];
   for (const d of comparison.differences) {
     const where = d.step === null ? `the run's ${d.what}` : `[${d.step}] ${d.tool} (${d.call_id})`;

@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
-import { stringify as stringifyYaml } from 'yaml';
 import type { RunObserver } from '../../../application/ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
 import { createFabric } from '../../compose.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
 
@@ -120,20 +120,4 @@ function eventLines(io: CliIo): RunObserver {
     onText: () => {},
     onToolCallStarted: () => {},
   };
-}
-
-/**
- * The payload for a person: the summary first, then each other field; lists and records as
- * indented YAML (`artifacts:` then `  - src/a.rs`), never as raw JSON.
- */
-export function formatPayload(payload: Record<string, unknown>): string {
-  const { summary, ...rest } = payload;
-  const lines = typeof summary === 'string' ? [summary] : [];
-  for (const [key, value] of Object.entries(rest)) {
-    if (value === undefined || value === null || value === '') continue;
-    if (Array.isArray(value) && value.length === 0) continue;
-    if (typeof value === 'object') lines.push(stringifyYaml({ [key]: value }, { lineWidth: 0 }).trimEnd());
-    else lines.push(`${key}: ${String(value)}`);
-  }
-  return `${lines.join('\n')}\n`;
 }

@@ -3,20 +3,24 @@ import type { ControlRunRow } from '../../../application/control-ports.ts';
 import type { LivenessCheck } from '../../../application/process-liveness.ts';
 import { type RunSummary, type RunSummaryStatus, summarizeRun } from '../../../application/run-summary.ts';
 import { loadConfig } from '../../../config/load.ts';
-import { errorMessage } from '../../../domain/errors.ts';
+import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
 import { controlStoreFor } from '../../control-plane.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { didYouMean, plural } from '../../../domain/words.ts';
+import { durationMs, runDetails } from './run-details.ts';
 
 export const RUNS_HELP = `Usage: fabric runs [list] [--limit N] [--json]
        fabric runs show RUN [--json]
 
 Lists runs, newest first: the control plane's and the runlogs under <runs_dir>, merged (the
 runlogs alone when the control plane cannot be reached). A run whose process died before it
-ended is \`interrupted\`. \`show\` prints one run's summary and where its runlog is; RUN is a run
-id, a unique prefix of one, or a runlog path. \`fabric replay RUN\` shows its timeline.
+ended is \`interrupted\`. \`show\` prints one run: status, specialist, model, steps, tokens,
+duration, error and result, and where its runlog is (or, for a run another host ran, that the
+control plane holds it); RUN is a run id, a unique prefix of one, or a runlog path.
+\`fabric replay RUN\` shows its timeline.
 
 Options:
   -n, --limit N       how many runs to list (default 20)
@@ -46,20 +50,16 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
       io.stderr.write(`fabric runs show needs a RUN.\n\n${RUNS_HELP}`);
       return EXIT.usage;
     }
-    const contents = await runLogs.read(ref);
-    requireWholeRun(contents);
-    const summary = summarizeRun(contents.runId, contents.events, check);
+    const shown = await showRun(config, runLogs, ref, check);
     if (values.json)
-      io.stdout.write(`${JSON.stringify({ ...summary, runlog: contents.location, torn: contents.torn })}\n`);
-    else
-      io.stdout.write(
-        `${describe(summary)}\n  runlog:  ${contents.location}${contents.torn ? ' (torn last line)' : ''}\n` +
-          (summary.owner === null ? '' : `  process: ${summary.owner.pid} on ${summary.owner.host}\n`),
-      );
+      io.stdout.write(`${JSON.stringify({ ...shown.json, duration_ms: durationMs(shown.summary) })}\n`);
+    else io.stdout.write(runDetails(shown.summary, shown.where));
     return EXIT.ok;
   }
   if (action !== 'list') {
-    io.stderr.write(`fabric runs: unknown action "${action}".\n\n${RUNS_HELP}`);
+    io.stderr.write(
+      `fabric runs: unknown action "${action}".${didYouMean(action, ['list', 'show'])}\n\n${RUNS_HELP}`,
+    );
     return EXIT.usage;
   }
   const limit = positiveInt('--limit', values.limit) ?? 20;
@@ -71,8 +71,59 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
   const { source, runs, notice } = listing;
   if (runs.length === 0) io.stdout.write(`No runs yet in ${config.runs_dir}.\n`);
   for (const run of runs) io.stdout.write(`${describe(run)}\n`);
-  io.stderr.write(`(${runs.length} run(s), from ${source}${notice === undefined ? '' : `; ${notice}`})\n`);
+  io.stderr.write(
+    `(${plural(runs.length, 'run')}, from ${source}${notice === undefined ? '' : `; ${notice}`})\n`,
+  );
   return EXIT.ok;
+}
+
+/** One run: from its runlog here, or else (a run another host ran) from the control store. */
+async function showRun(
+  config: Awaited<ReturnType<typeof loadConfig>>,
+  runLogs: FileRunLogStore,
+  ref: string,
+  check: LivenessCheck,
+): Promise<{ summary: RunSummary; json: Record<string, unknown>; where: [string, string][] }> {
+  let notFound: FabricError;
+  try {
+    const contents = await runLogs.read(ref);
+    requireWholeRun(contents);
+    const summary = summarizeRun(contents.runId, contents.events, check);
+    const where: [string, string][] = [
+      ['runlog', `${contents.location}${contents.torn ? ' (torn last line)' : ''}`],
+    ];
+    if (summary.owner !== null) where.push(['process', `${summary.owner.pid} on ${summary.owner.host}`]);
+    return { summary, json: { ...summary, runlog: contents.location, torn: contents.torn }, where };
+  } catch (error) {
+    if (!(error instanceof FabricError) || error.code !== 'run_not_found') throw error;
+    notFound = error;
+  }
+  const store = await controlStoreFor(config).catch(() => null);
+  if (store === null) throw notFound;
+  try {
+    await store.migrate();
+    const row = await store.getRun(ref);
+    if (row === null) throw notFound;
+    const stored = fromRow(row);
+    const judged =
+      stored.status === 'running' ? summarizeRun(row.id, await store.runEvents(row.id), check) : null;
+    const summary = judged !== null && judged.status !== 'running' ? judged : stored;
+    const source = `${store.kind} ${store.location}`;
+    return {
+      summary,
+      json: { ...summary, runlog: null, torn: false },
+      where: [['runlog', `none on this machine; the record is the control plane's (${source})`]],
+    };
+  } catch (error) {
+    // The store is down or held by another process: the runlog's answer stands.
+    if (error === notFound) throw error;
+    throw new FabricError(
+      'run_not_found',
+      `${notFound.message} (The control plane could not be asked: ${errorMessage(error)}.)`,
+    );
+  } finally {
+    await store.close().catch(() => {});
+  }
 }
 
 /** A listing and where it came from. */
@@ -196,5 +247,5 @@ function newestFirst(a: RunSummary, b: RunSummary): number {
 function describe(run: RunSummary): string {
   const task = (run.task ?? '').replace(/\s+/g, ' ');
   const short = task.length > 60 ? `${task.slice(0, 60)}…` : task;
-  return `${run.run_id}  ${run.status.padEnd(11)} ${String(run.steps).padStart(3)} step(s)  ${run.specialist ?? '?'}  ${short}`;
+  return `${run.run_id}  ${run.status.padEnd(11)} ${String(run.steps).padStart(3)} ${run.steps === 1 ? 'step ' : 'steps'}  ${run.specialist ?? '?'}  ${short}`;
 }

@@ -8,6 +8,7 @@ import { RunHub } from '../../http/run-hub.ts';
 import { listen } from '../../http/serve.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { plural } from '../../../domain/words.ts';
 
 export const SERVE_HELP = `Usage: fabric serve [--host 127.0.0.1] [--port 8787] [--config FILE]
 
@@ -92,7 +93,7 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
     else io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   const live = hub.list().length;
-  log(`stopping${live > 0 ? `: cancelling ${live} run(s) in progress` : ''}`);
+  log(`stopping${live > 0 ? `: cancelling ${plural(live, 'run')} in progress` : ''}`);
   // A cancelled battery records where it stopped: its cells not done stay resumable.
   await Promise.all([batteries.close(), hub.close()]);
   await server.close();

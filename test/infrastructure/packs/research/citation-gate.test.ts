@@ -57,7 +57,7 @@ describe('checkCitations', () => {
     if (result.ok) return;
     expect(result.message).toContain('2 of 2 citations failed');
     expect(result.message).toMatch(/citations\[0\].*does not appear in the text fetched/);
-    expect(result.message).toMatch(/citations\[1\].*has 2 word\(s\); quote at least 4/);
+    expect(result.message).toMatch(/citations\[1\].*has 2 words; quote at least 4 consecutive words/);
   });
 });
 
