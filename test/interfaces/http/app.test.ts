@@ -5,6 +5,7 @@ import { createApp } from '../../../src/interfaces/http/app.ts';
 import { isLoopbackHost } from '../../../src/interfaces/http/auth.ts';
 import { httpStatusFor } from '../../../src/interfaces/http/status.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
+import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { makeFabric } from './http-harness.ts';
 
 // Nothing listens on port 9: every backend is down, and no test here opens a socket of its own.
@@ -78,17 +79,41 @@ describe('the HTTP API without a socket', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'specialist_unknown' } });
   });
 
-  it('answers 503 when no backend has a model, before any run starts', async () => {
+  it('answers 503 backend_unavailable when no backend answers, before any run starts', async () => {
     const response = await app().request('/v1/runs', {
       method: 'POST',
       headers: json,
       body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km' }),
     });
     expect(response.status).toBe(503);
-    // Every backend is down, so resolution fails before a run exists.
-    expect(await response.json()).toMatchObject({ error: { code: 'model_not_found' } });
+    // Every backend is down, so resolution fails before a run exists: start a server, not load a model.
+    expect(await response.json()).toMatchObject({
+      error: { code: 'backend_unavailable', message: expect.stringContaining('No model server answered') },
+    });
     const list = (await (await app().request('/v1/runs')).json()) as { runs: unknown[] };
     expect(list.runs).toEqual([]);
+  });
+
+  it('answers 503 model_not_found when a server answers but has no usable model', async () => {
+    const lm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'text-embedding-nomic-embed-text-v1.5', type: 'embedding' }],
+    });
+    try {
+      const withServer = createApp({ fabric: await makeFabric(sandbox, lm.url), requireToken: false });
+      const response = await withServer.request('/v1/runs', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km' }),
+      });
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({
+        error: { code: 'model_not_found', message: expect.stringContaining('No tool-capable chat model') },
+      });
+      expect(lm.chatRequests()).toHaveLength(0);
+    } finally {
+      await lm.stop();
+    }
   });
 
   it('answers 404 run_not_found for an unknown run, and never reads a path given as a run id', async () => {
