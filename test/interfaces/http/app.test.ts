@@ -59,6 +59,97 @@ describe('the HTTP API without a socket', () => {
     }
   });
 
+  it('answers every bad body in one shape: a message that reads alone, and every problem at once in issues', async () => {
+    const post = async (body: unknown) => {
+      const response = await app().request('/v1/runs', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(400);
+      return ((await response.json()) as { error: Record<string, unknown> }).error;
+    };
+    expect(await post({ specialist: 'units', task: 't', maxSteps: 3 })).toEqual({
+      code: 'invalid_request',
+      message:
+        'maxSteps: expected a known key (specialist, task, workspace, model or max_steps), found an unknown key. Did you mean "max_steps"?',
+      issues: [
+        {
+          path: 'maxSteps',
+          expected: 'a known key (specialist, task, workspace, model or max_steps)',
+          found: 'an unknown key',
+          message: expect.stringContaining('Did you mean "max_steps"?'),
+        },
+      ],
+    });
+    const many = await post({
+      specialist: 'units',
+      task: ' ',
+      max_steps: 2.5,
+      workspace: 'rel/dir',
+      mdoel: 'x',
+    });
+    expect(many.message).toBe(
+      'task: expected a non-empty string, found "". ' +
+        'workspace: expected an absolute path on the server, found "rel/dir". ' +
+        'max_steps: expected a whole number, found 2.5. ' +
+        'mdoel: expected a known key (specialist, task, workspace, model or max_steps), found an unknown key. Did you mean "model"?',
+    );
+    expect(many.issues).toEqual([
+      { path: 'task', expected: 'a non-empty string', found: '""', message: expect.any(String) },
+      {
+        path: 'workspace',
+        expected: 'an absolute path on the server',
+        found: '"rel/dir"',
+        message: expect.any(String),
+      },
+      { path: 'max_steps', expected: 'a whole number', found: '2.5', message: expect.any(String) },
+      {
+        path: 'mdoel',
+        expected: expect.stringContaining('a known key'),
+        found: 'an unknown key',
+        message: expect.any(String),
+      },
+    ]);
+    expect(await post({ task: 3, max_steps: '3' })).toMatchObject({
+      message:
+        'specialist: expected a value (it is required), found nothing. task: expected a string, found 3. max_steps: expected a number, found "3".',
+    });
+    expect(await post(['not', 'an', 'object'])).toMatchObject({
+      message: 'body: expected a JSON object, found a list.',
+      issues: [{ path: 'body', expected: 'a JSON object', found: 'a list' }],
+    });
+    // A typo far from every key gets no guess.
+    expect((await post({ specialist: 'units', task: 't', zzzzzz: 1 })).message).not.toContain('Did you mean');
+  });
+
+  it('answers a bad query parameter and a body that is not JSON in the same shape', async () => {
+    const limit = await app().request('/v1/runs?limit=abc');
+    expect(limit.status).toBe(400);
+    expect(await limit.json()).toEqual({
+      error: {
+        code: 'invalid_request',
+        message: 'limit: expected a whole number from 1 to 1000, found "abc".',
+        issues: [
+          {
+            path: 'limit',
+            expected: 'a whole number from 1 to 1000',
+            found: '"abc"',
+            message: expect.any(String),
+          },
+        ],
+      },
+    });
+    const text = await app().request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{}',
+    });
+    expect(((await text.json()) as { error: { message: string } }).error.message).toBe(
+      'body: expected JSON sent with Content-Type: application/json, found Content-Type text/plain.',
+    );
+  });
+
   it('refuses a body over 1 MiB with 413 payload_too_large', async () => {
     const response = await app().request('/v1/runs', {
       method: 'POST',
