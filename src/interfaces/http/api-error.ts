@@ -1,13 +1,17 @@
 import { FabricError, type FabricErrorCode, errorMessage } from '../../domain/errors.ts';
 
-/** Codes only the HTTP API answers with; every other error carries a `FabricErrorCode`. */
-export type HttpOnlyErrorCode =
-  | 'invalid_request'
-  | 'not_found'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'payload_too_large'
-  | 'run_not_active';
+/** Codes only the HTTP API answers with (docs/errors.md lists them); every other error carries a `FabricErrorCode`. */
+export const HTTP_ONLY_ERROR_CODES = [
+  'invalid_request',
+  'not_found',
+  'unauthorized',
+  'forbidden',
+  'payload_too_large',
+  'run_not_active',
+] as const;
+
+/** A code only the HTTP API answers with. */
+export type HttpOnlyErrorCode = (typeof HTTP_ONLY_ERROR_CODES)[number];
 
 /** Every `error.code` an API response can carry. */
 export type ApiErrorCode = FabricErrorCode | HttpOnlyErrorCode;
