@@ -34,7 +34,12 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
   if (options.flagModel !== undefined) {
     const found = find(options.flagModel);
     if (found) return { model: found, reason: `--model ${options.flagModel}, found on ${where(found)}` };
-    throw noModel(probes, `No backend has the model "${options.flagModel}" given with --model.`);
+    throw noModel(
+      probes,
+      healthy.length === 0
+        ? `No model server answered, so the model "${options.flagModel}" given with --model cannot be used.`
+        : `No backend has the model "${options.flagModel}" given with --model.`,
+    );
   }
   let prefix = '';
   if (options.configuredModel !== undefined) {
@@ -94,6 +99,10 @@ function where(model: CatalogModel): string {
   return `${model.backend} ${model.baseUrl}`;
 }
 
+/**
+ * `backend_unavailable` when no server answered at all (start one), `model_not_found` when some
+ * did but none has a usable model (load or pull one): the two have different fixes (issue 20).
+ */
 function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
   const lines = probes.map((probe) => {
     if (!probe.ok)
@@ -102,14 +111,19 @@ function noModel(probes: readonly BackendProbe[], headline: string): FabricError
     return `  - ${probe.backend} ${probe.baseUrl}: ${probe.models.length === 0 ? 'no models' : models}`;
   });
   // Nothing answered: the fix is to start a server, not to load a model into one.
-  const advice = probes.some((probe) => probe.ok)
+  const answered = probes.some((probe) => probe.ok);
+  const advice = answered
     ? 'Load a tool-capable model in LM Studio (`lms load <model>`) or pull one with Ollama ' +
       '(`ollama pull qwen2.5-coder:7b`), or point LM_STUDIO_URL / OLLAMA_HOST at a server that has one.'
     : "Start LM Studio's server (`lms server start`) or Ollama (`ollama serve`), or point " +
       'LM_STUDIO_URL / OLLAMA_HOST at a running one; `fabric health lm` checks them.';
-  return new FabricError('model_not_found', `${headline}\nAsked:\n${lines.join('\n')}\n${advice}`, {
-    details: { probes },
-  });
+  return new FabricError(
+    answered ? 'model_not_found' : 'backend_unavailable',
+    `${headline}\nAsked:\n${lines.join('\n')}\n${advice}`,
+    {
+      details: { probes },
+    },
+  );
 }
 
 function describeModel(model: CatalogModel): string {

@@ -1,24 +1,33 @@
+/** Every stable error code (docs/errors.md documents each); the type is derived from it. */
+export const FABRIC_ERROR_CODES = [
+  'config_invalid',
+  'config_not_found',
+  'specialist_unknown',
+  'pack_load_failed',
+  'usage',
+  'backend_unavailable',
+  'backend_error',
+  'model_not_found',
+  'model_lacks_tools',
+  'context_overflow',
+  'run_cancelled',
+  'run_not_found',
+  'runlog_corrupt',
+  'tool_failed',
+  'sandbox_violation',
+  'workspace_busy',
+  'queue_unavailable',
+  'workspace_too_large',
+  'internal',
+] as const;
+
 /** Stable error codes. They map to HTTP statuses and CLI exit codes in one place each. */
-export type FabricErrorCode =
-  | 'config_invalid'
-  | 'config_not_found'
-  | 'specialist_unknown'
-  | 'pack_load_failed'
-  | 'usage'
-  | 'backend_unavailable'
-  | 'backend_error'
-  | 'model_not_found'
-  | 'model_lacks_tools'
-  | 'context_overflow'
-  | 'run_cancelled'
-  | 'run_not_found'
-  | 'runlog_corrupt'
-  | 'tool_failed'
-  | 'sandbox_violation'
-  | 'workspace_busy'
-  | 'queue_unavailable'
-  | 'workspace_too_large'
-  | 'internal';
+export type FabricErrorCode = (typeof FABRIC_ERROR_CODES)[number];
+
+/** True for a string that is one of the fabric's error codes (a runlog's `error.code`, say). */
+export function isFabricErrorCode(code: string): code is FabricErrorCode {
+  return (FABRIC_ERROR_CODES as readonly string[]).includes(code);
+}
 
 // One identity across copies of the package (SPEC §14): a pack that imported another copy of
 // agent-fabric (its own node_modules, a bundle, the sources beside the build) throws errors the

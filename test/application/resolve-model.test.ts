@@ -106,6 +106,15 @@ describe('resolveModel', () => {
     expect(error.message).toContain('lm_studio http://lm:1234: a');
   });
 
+  it('fails a --model or a configured model as backend_unavailable when no server answered at all', () => {
+    const down = [probe('lm_studio', [], false), probe('ollama', [], false)];
+    const flag = failure(down, { flagModel: 'nope' });
+    expect(flag.code).toBe('backend_unavailable');
+    expect(flag.message).toContain('No model server answered, so the model "nope" given with --model');
+    expect(flag.message).toMatch(/lms server start.*ollama serve/s);
+    expect(failure(down, { configuredModel: 'wanted' }).code).toBe('backend_unavailable');
+  });
+
   it('never picks an embedding model or one known to lack tools', () => {
     const probes = [
       probe('ollama', [
@@ -166,6 +175,7 @@ describe('resolveModel', () => {
 
   it('fails clearly when no backend answered, naming each one and why', () => {
     const error = failure([probe('lm_studio', [], false), probe('ollama', [], false)]);
+    expect(error.code).toBe('backend_unavailable');
     expect(error.message).toContain('No model server answered');
     expect(error.message).toContain('lm_studio http://lm:1234: unreachable (connect ECONNREFUSED)');
     expect(error.message).toContain('ollama http://ol:11434: unreachable');
@@ -175,6 +185,7 @@ describe('resolveModel', () => {
 
   it('fails when the backends answer but have no models at all', () => {
     const error = failure([probe('lm_studio', []), probe('ollama', [])]);
+    expect(error.code).toBe('model_not_found');
     expect(error.message).toContain('lm_studio http://lm:1234: no models');
   });
 });

@@ -292,7 +292,8 @@ async function resolveModels(
   if (ids.length === 0) {
     const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ` (${p.error ?? 'down'})`}`);
     throw new FabricError(
-      'model_not_found',
+      // Nothing answered: start a server; something answered: load a model (issue 20).
+      probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
       `\`models: available\` found no tool-capable model (asked: ${asked.join(', ')}). Load one in LM Studio or pull one with Ollama; \`fabric models\` shows what each backend has.`,
     );
   }

@@ -1,4 +1,4 @@
-import type { FabricErrorCode } from '../../domain/errors.ts';
+import { type FabricErrorCode, isFabricErrorCode } from '../../domain/errors.ts';
 import { EXIT } from './io.ts';
 
 /** The one place error codes become exit codes. */
@@ -31,4 +31,13 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'internal':
       return EXIT.runFailed;
   }
+}
+
+/**
+ * The exit code of a run that ended `failed`: its error's code decides, as for an error thrown
+ * before the run, so a model without tools exits 4 either way (issue 20); a code this version
+ * does not know (a newer runlog's) is a failed run.
+ */
+export function exitCodeForFailedRun(error: { readonly code: string } | null): number {
+  return error !== null && isFabricErrorCode(error.code) ? exitCodeFor(error.code) : EXIT.runFailed;
 }

@@ -1,27 +1,43 @@
 import { FabricError, type FabricErrorCode, errorMessage } from '../../domain/errors.ts';
 
-/** Codes only the HTTP API answers with; every other error carries a `FabricErrorCode`. */
-export type HttpOnlyErrorCode =
-  | 'invalid_request'
-  | 'not_found'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'payload_too_large'
-  | 'run_not_active';
+/** Codes only the HTTP API answers with (docs/errors.md lists them); every other error carries a `FabricErrorCode`. */
+export const HTTP_ONLY_ERROR_CODES = [
+  'invalid_request',
+  'not_found',
+  'unauthorized',
+  'forbidden',
+  'payload_too_large',
+  'run_not_active',
+] as const;
+
+/** A code only the HTTP API answers with. */
+export type HttpOnlyErrorCode = (typeof HTTP_ONLY_ERROR_CODES)[number];
 
 /** Every `error.code` an API response can carry. */
 export type ApiErrorCode = FabricErrorCode | HttpOnlyErrorCode;
+
+/**
+ * One problem of a request (a body key, a query parameter, a header): where, what it takes, what
+ * it got, and the whole as one line. A problem that is no mismatch of form (a battery's task id
+ * used twice) has only `path` and `message`.
+ */
+export interface ApiIssue {
+  readonly path: string;
+  readonly expected?: string;
+  readonly found?: string;
+  readonly message: string;
+}
 
 /** A wire-level failure of a request (bad body, unknown route, no token); use-case errors stay `FabricError`. */
 export class ApiError extends Error {
   readonly code: HttpOnlyErrorCode;
   /** For `invalid_request`: what was wrong, key by key. */
-  readonly issues: readonly { readonly path: string; readonly message: string }[] | undefined;
+  readonly issues: readonly ApiIssue[] | undefined;
 
   constructor(
     code: HttpOnlyErrorCode,
     message: string,
-    options: { issues?: readonly { path: string; message: string }[]; cause?: unknown } = {},
+    options: { issues?: readonly ApiIssue[]; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiError';
@@ -35,7 +51,7 @@ export interface ErrorBody {
   readonly error: {
     readonly code: ApiErrorCode;
     readonly message: string;
-    readonly issues?: readonly { readonly path: string; readonly message: string }[];
+    readonly issues?: readonly ApiIssue[];
   };
 }
 

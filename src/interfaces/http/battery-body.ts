@@ -7,7 +7,8 @@ import process from 'node:process';
 import * as v from 'valibot';
 import { type BatteryFile, parseBatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
-import { ApiError } from './api-error.ts';
+import { ApiError, type ApiIssue } from './api-error.ts';
+import { mismatch } from './bodies.ts';
 
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
 
@@ -56,18 +57,23 @@ export function batteryIssues(error: unknown): unknown {
   const problems = error instanceof FabricError ? error.details.problems : undefined;
   if (!(error instanceof FabricError) || error.code !== 'config_invalid' || !Array.isArray(problems))
     return error;
-  const issues = problems.map((problem: string) => {
+  const issues = problems.map((problem: string): ApiIssue => {
     // "  - line 7: tasks[1].id: "a" is already the id of tasks[0]"
     const match = /^\s*-\s*(?:line (\d+): )?(.*?): (.*)$/s.exec(problem);
-    if (match === null) return { path: 'battery', message: problem.trim() };
+    if (match === null) return { path: 'battery', message: `battery: ${problem.trim()}` };
     const [, line, field, text] = match;
     // Over HTTP there is no battery file: its relative paths start from base_dir.
-    const message = text!.replace('relative to the battery file', 'relative to base_dir');
+    const said = text!.replace('relative to the battery file', 'relative to base_dir');
     const at = field === '(top level)' ? 'battery' : `battery.${field}`;
-    return { path: at, message: line === undefined ? message : `${message} (line ${line})` };
+    const where = line === undefined ? '' : ` (line ${line})`;
+    // The file's own wording of a mismatch: "expected X, found Y"; a missing key: "missing (required)".
+    const form = /^expected (.+), found (.+)$/s.exec(said);
+    if (form !== null) return mismatch(at, form[1]!, `${form[2]!}${where}`);
+    if (said === 'missing (required)') return mismatch(at, 'a value (it is required)', `nothing${where}`);
+    return { path: at, message: `${at}: ${said}${where}.` };
   });
-  const summary = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
-  return new ApiError('invalid_request', `Invalid battery (nothing was run): ${summary}.`, {
+  const summary = issues.map((issue) => issue.message).join(' ');
+  return new ApiError('invalid_request', `Invalid battery (nothing was run): ${summary}`, {
     issues,
     cause: error,
   });

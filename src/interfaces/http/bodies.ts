@@ -4,7 +4,9 @@
  */
 import { isAbsolute } from 'node:path';
 import * as v from 'valibot';
-import { ApiError } from './api-error.ts';
+import { describeValue, issueFacts } from '../../config/issues.ts';
+import { didYouMean } from '../../domain/words.ts';
+import { ApiError, type ApiIssue } from './api-error.ts';
 
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
 
@@ -37,16 +39,37 @@ export function runIdParam(value: string): string {
   return value;
 }
 
-/** Validates a parsed body against a schema, or throws `invalid_request` with the issues. */
+/**
+ * Validates a parsed body against a schema, or throws `invalid_request` listing every problem at
+ * once, each as `<field>: expected <what>, found <what>` (and the key meant, for a typo).
+ */
 export function validateBody<T extends v.GenericSchema>(schema: T, body: unknown): v.InferOutput<T> {
+  const known = 'entries' in schema ? Object.keys(schema.entries as object) : [];
+  // valibot's object schemas take an array for an object (its indexes as unknown keys).
+  if ('entries' in schema && (typeof body !== 'object' || body === null || Array.isArray(body)))
+    throw invalidRequest([mismatch('body', 'a JSON object', describeValue(body))]);
   const result = v.safeParse(schema, body);
   if (result.success) return result.output;
-  const issues = result.issues.map((issue) => ({
-    path: v.getDotPath(issue) ?? '',
-    message: issue.received === 'undefined' ? 'is required' : issue.message,
-  }));
-  const summary = issues.map((issue) => `${issue.path || 'body'}: ${issue.message}`).join('; ');
-  throw new ApiError('invalid_request', `Invalid request body: ${summary}.`, { issues });
+  throw invalidRequest(
+    result.issues.map((issue) => {
+      const facts = issueFacts(issue, known);
+      const hint = facts.unknownKey && !facts.path.includes('.') ? didYouMean(facts.path, known) : '';
+      return mismatch(facts.path || 'body', facts.expected, facts.found, hint);
+    }),
+  );
+}
+
+/** One issue whose value has the wrong form: `<path>: expected <what>, found <what>[ Did you mean …?]`. */
+export function mismatch(path: string, expected: string, found: string, hint = ''): ApiIssue {
+  return { path, expected, found, message: `${path}: expected ${expected}, found ${found}.${hint}` };
+}
+
+/** The 400 for a request with these problems; its message is every issue's, in order. */
+export function invalidRequest(issues: readonly ApiIssue[], cause?: unknown): ApiError {
+  return new ApiError('invalid_request', issues.map((issue) => issue.message).join(' '), {
+    issues,
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 /** Reads a JSON body; an empty one is `{}` (for routes whose keys are all optional). */
@@ -56,13 +79,20 @@ export async function readJson(request: Request): Promise<unknown> {
   const type = request.headers.get('content-type') ?? '';
   // Demanding JSON also keeps browsers from sending a body cross-site without a CORS preflight.
   if (!/^application\/(?:[\w.+-]+\+)?json\b/i.test(type))
-    throw new ApiError('invalid_request', 'Send the body as JSON, with Content-Type: application/json.');
+    throw invalidRequest([
+      mismatch(
+        'body',
+        'JSON sent with Content-Type: application/json',
+        type === '' ? 'no Content-Type' : `Content-Type ${type}`,
+      ),
+    ]);
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ApiError('invalid_request', `The body is not valid JSON: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw invalidRequest(
+      [mismatch('body', 'valid JSON', `text that is not (${(error as Error).message})`)],
+      error,
+    );
   }
 }
 
@@ -71,9 +101,7 @@ export function limitParam(value: string | undefined, fallback: number, max: num
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > max)
-    throw new ApiError('invalid_request', `limit takes a whole number from 1 to ${max}, not "${value}".`, {
-      issues: [{ path: 'limit', message: `must be a whole number from 1 to ${max}` }],
-    });
+    throw invalidRequest([mismatch('limit', `a whole number from 1 to ${max}`, JSON.stringify(value))]);
   return n;
 }
 
@@ -82,9 +110,8 @@ export function lastEventIdHeader(value: string | undefined): number {
   if (value === undefined || value.trim() === '') return 0;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0)
-    throw new ApiError(
-      'invalid_request',
-      `Last-Event-ID must be an event seq (a whole number), not "${value}".`,
-    );
+    throw invalidRequest([
+      mismatch('Last-Event-ID', 'an event seq (a whole number from 0)', JSON.stringify(value)),
+    ]);
   return n;
 }

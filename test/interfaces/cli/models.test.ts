@@ -122,6 +122,18 @@ describe('fabric models', () => {
     expect(ollama.chatRequests()).toHaveLength(0);
   });
 
+  it('exits 4 with backend_unavailable, not model_not_found, when no server answers at all', async () => {
+    const { exitCode, stdout } = await fabric(['models', '--json'], {
+      LM_STUDIO_URL: await closedPortUrl(),
+      OLLAMA_HOST: await closedPortUrl(),
+    });
+    expect(exitCode).toBe(4);
+    const out = JSON.parse(stdout);
+    expect(out.chosen).toBeNull();
+    expect(out.error.code).toBe('backend_unavailable');
+    expect(out.error.message).toContain('No model server answered');
+  });
+
   it('has a --help text', async () => {
     const { exitCode, stdout } = await fabric(['models', '--help'], {});
     expect(exitCode).toBe(0);

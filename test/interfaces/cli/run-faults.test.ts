@@ -95,7 +95,8 @@ describe('fabric run when the model or the backend misbehaves', () => {
   it('fails clearly when the backend stays down after the bounded retries', async () => {
     const down: ScriptedTurn = { status: 502, body: 'Bad Gateway', contentType: 'text/plain' };
     const { exitCode, result } = await run([down, down, down]);
-    expect(exitCode).toBe(1);
+    // No server answers any more: exit 4 (no usable backend), as when none answered at the start.
+    expect(exitCode).toBe(4);
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('backend_unavailable');
     expect(result.error?.message).toMatch(/failed 3 times/);
@@ -192,7 +193,8 @@ describe('fabric run when the model or the backend misbehaves', () => {
       toolUse: false,
       args: ['--model', MODEL],
     });
-    expect(exitCode).toBe(1);
+    // docs/errors.md: model_lacks_tools exits 4 (no usable model), even when the loop reports it.
+    expect(exitCode).toBe(4);
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('model_lacks_tools');
     expect(result.error?.message).toMatch(/qwen\/qwen3-coder-30b.*does not support tools/);

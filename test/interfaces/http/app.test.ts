@@ -5,6 +5,7 @@ import { createApp } from '../../../src/interfaces/http/app.ts';
 import { isLoopbackHost } from '../../../src/interfaces/http/auth.ts';
 import { httpStatusFor } from '../../../src/interfaces/http/status.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
+import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { makeFabric } from './http-harness.ts';
 
 // Nothing listens on port 9: every backend is down, and no test here opens a socket of its own.
@@ -58,6 +59,97 @@ describe('the HTTP API without a socket', () => {
     }
   });
 
+  it('answers every bad body in one shape: a message that reads alone, and every problem at once in issues', async () => {
+    const post = async (body: unknown) => {
+      const response = await app().request('/v1/runs', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(400);
+      return ((await response.json()) as { error: Record<string, unknown> }).error;
+    };
+    expect(await post({ specialist: 'units', task: 't', maxSteps: 3 })).toEqual({
+      code: 'invalid_request',
+      message:
+        'maxSteps: expected a known key (specialist, task, workspace, model or max_steps), found an unknown key. Did you mean "max_steps"?',
+      issues: [
+        {
+          path: 'maxSteps',
+          expected: 'a known key (specialist, task, workspace, model or max_steps)',
+          found: 'an unknown key',
+          message: expect.stringContaining('Did you mean "max_steps"?'),
+        },
+      ],
+    });
+    const many = await post({
+      specialist: 'units',
+      task: ' ',
+      max_steps: 2.5,
+      workspace: 'rel/dir',
+      mdoel: 'x',
+    });
+    expect(many.message).toBe(
+      'task: expected a non-empty string, found "". ' +
+        'workspace: expected an absolute path on the server, found "rel/dir". ' +
+        'max_steps: expected a whole number, found 2.5. ' +
+        'mdoel: expected a known key (specialist, task, workspace, model or max_steps), found an unknown key. Did you mean "model"?',
+    );
+    expect(many.issues).toEqual([
+      { path: 'task', expected: 'a non-empty string', found: '""', message: expect.any(String) },
+      {
+        path: 'workspace',
+        expected: 'an absolute path on the server',
+        found: '"rel/dir"',
+        message: expect.any(String),
+      },
+      { path: 'max_steps', expected: 'a whole number', found: '2.5', message: expect.any(String) },
+      {
+        path: 'mdoel',
+        expected: expect.stringContaining('a known key'),
+        found: 'an unknown key',
+        message: expect.any(String),
+      },
+    ]);
+    expect(await post({ task: 3, max_steps: '3' })).toMatchObject({
+      message:
+        'specialist: expected a value (it is required), found nothing. task: expected a string, found 3. max_steps: expected a number, found "3".',
+    });
+    expect(await post(['not', 'an', 'object'])).toMatchObject({
+      message: 'body: expected a JSON object, found a list.',
+      issues: [{ path: 'body', expected: 'a JSON object', found: 'a list' }],
+    });
+    // A typo far from every key gets no guess.
+    expect((await post({ specialist: 'units', task: 't', zzzzzz: 1 })).message).not.toContain('Did you mean');
+  });
+
+  it('answers a bad query parameter and a body that is not JSON in the same shape', async () => {
+    const limit = await app().request('/v1/runs?limit=abc');
+    expect(limit.status).toBe(400);
+    expect(await limit.json()).toEqual({
+      error: {
+        code: 'invalid_request',
+        message: 'limit: expected a whole number from 1 to 1000, found "abc".',
+        issues: [
+          {
+            path: 'limit',
+            expected: 'a whole number from 1 to 1000',
+            found: '"abc"',
+            message: expect.any(String),
+          },
+        ],
+      },
+    });
+    const text = await app().request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{}',
+    });
+    expect(((await text.json()) as { error: { message: string } }).error.message).toBe(
+      'body: expected JSON sent with Content-Type: application/json, found Content-Type text/plain.',
+    );
+  });
+
   it('refuses a body over 1 MiB with 413 payload_too_large', async () => {
     const response = await app().request('/v1/runs', {
       method: 'POST',
@@ -78,17 +170,41 @@ describe('the HTTP API without a socket', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'specialist_unknown' } });
   });
 
-  it('answers 503 when no backend has a model, before any run starts', async () => {
+  it('answers 503 backend_unavailable when no backend answers, before any run starts', async () => {
     const response = await app().request('/v1/runs', {
       method: 'POST',
       headers: json,
       body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km' }),
     });
     expect(response.status).toBe(503);
-    // Every backend is down, so resolution fails before a run exists.
-    expect(await response.json()).toMatchObject({ error: { code: 'model_not_found' } });
+    // Every backend is down, so resolution fails before a run exists: start a server, not load a model.
+    expect(await response.json()).toMatchObject({
+      error: { code: 'backend_unavailable', message: expect.stringContaining('No model server answered') },
+    });
     const list = (await (await app().request('/v1/runs')).json()) as { runs: unknown[] };
     expect(list.runs).toEqual([]);
+  });
+
+  it('answers 503 model_not_found when a server answers but has no usable model', async () => {
+    const lm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'text-embedding-nomic-embed-text-v1.5', type: 'embedding' }],
+    });
+    try {
+      const withServer = createApp({ fabric: await makeFabric(sandbox, lm.url), requireToken: false });
+      const response = await withServer.request('/v1/runs', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km' }),
+      });
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({
+        error: { code: 'model_not_found', message: expect.stringContaining('No tool-capable chat model') },
+      });
+      expect(lm.chatRequests()).toHaveLength(0);
+    } finally {
+      await lm.stop();
+    }
   });
 
   it('answers 404 run_not_found for an unknown run, and never reads a path given as a run id', async () => {

@@ -213,7 +213,12 @@ describe('POST /v1/batteries', () => {
     };
     const missing = await post({});
     expect(missing.status).toBe(400);
-    expect(missing.body.error.issues).toContainEqual({ path: 'battery', message: 'is required' });
+    expect(missing.body.error.issues).toContainEqual({
+      path: 'battery',
+      expected: 'a value (it is required)',
+      found: 'nothing',
+      message: 'battery: expected a value (it is required), found nothing.',
+    });
 
     const relative = await post({ battery: batteryYaml(), base_dir: 'here', concurrency: 0 });
     expect(relative.status).toBe(400);

@@ -54,7 +54,12 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
       values.specialist === undefined ? undefined : fabric.registry.config(values.specialist).model;
     choice = resolveModel(probes, { flagModel: alias(values.model), configuredModel: alias(configured) });
   } catch (error) {
-    if (!(error instanceof FabricError) || error.code !== 'model_not_found') throw error;
+    // No server answered, or none has a usable model: both are shown with what each backend said.
+    if (
+      !(error instanceof FabricError) ||
+      (error.code !== 'model_not_found' && error.code !== 'backend_unavailable')
+    )
+      throw error;
     failure = error;
   }
   if (values.json) {

@@ -4,6 +4,7 @@ import { loadConfig } from '../../../config/load.ts';
 import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
 import { createFabric } from '../../compose.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
+import { exitCodeForFailedRun } from '../exit-code.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -103,7 +104,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     case 'cancelled':
       return EXIT.cancelled;
     case 'failed':
-      return EXIT.runFailed;
+      return exitCodeForFailedRun(result.error);
   }
 }
 
