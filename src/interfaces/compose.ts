@@ -72,7 +72,10 @@ export interface FabricOptions {
    * a Postgres store is mirrored to live either way.
    */
   readonly lifetime?: 'server' | 'one_shot';
-  /** Told once about process-wide trouble (the control database went away); runs hear it too. */
+  /**
+   * Told once about process-wide trouble (the control database went away); runs hear it too.
+   * Each message says what it is about (`control plane unavailable (db_off) …`): print it as it is.
+   */
   readonly onDegraded?: (message: string) => void;
 }
 

@@ -83,7 +83,7 @@ export function compositorResponder(
     }
     // A wrong test still compiles (the finish gate passes); `cargo test` then fails.
     const test = wrongTest(model)
-      ? edit.test.replace('() {\n', '() {\n        panic!("wrong on purpose");\n')
+      ? edit.test.replace('() {\n', '() {\n        assert_eq!(2 + 2, 5, "wrong on purpose");\n')
       : edit.test;
     const anchor = '    use super::*;\n\n';
     return call('edit_file', { path: edit.file, old_text: anchor, new_text: `${anchor}${test}` });

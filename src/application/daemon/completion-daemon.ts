@@ -217,6 +217,7 @@ export class CompletionDaemon {
         ok: validation.ok,
         tests_passed: validation.testsPassed,
         report: validation.ok ? null : validation.report,
+        summary: validation.ok ? null : validation.summary,
       });
       if (!validation.ok) {
         feedback = `The validation commands failed:\n${validation.report}`;

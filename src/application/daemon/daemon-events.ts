@@ -28,6 +28,8 @@ export type DaemonEvent =
       readonly tests_passed: number | null;
       /** The commands' output when they failed; null when they passed. */
       readonly report: string | null;
+      /** What failed, for a person (the failing tests and their messages); null when they passed. */
+      readonly summary: string | null;
     }
   | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
   | {

@@ -22,6 +22,12 @@ export interface ValidationReport {
   readonly ok: boolean;
   /** Each command with its exit and (bounded) output: the next attempt's feedback when not ok. */
   readonly report: string;
+  /**
+   * What failed, for a person: the failing command and, for `cargo test`, each failing test with
+   * where it panicked and its message, and the result line; the output's last lines otherwise.
+   * Empty when ok.
+   */
+  readonly summary: string;
   /** Tests that passed, summed over `cargo test`'s result lines; null when no tests ran. */
   readonly testsPassed: number | null;
 }

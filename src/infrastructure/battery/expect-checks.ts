@@ -10,6 +10,11 @@ import type { SandboxConfig } from '../../config/schema.ts';
 import { errorMessage, ToolError } from '../../domain/errors.ts';
 import { CommandSandbox } from '../sandbox/command-sandbox.ts';
 import { isInside } from '../sandbox/is-inside.ts';
+import {
+  cargoTestFailures,
+  cargoTestFailuresLine,
+  formatCargoTestFailures,
+} from '../validation/cargo-test-failures.ts';
 
 /** Output of a failing command kept in the check's message. */
 const SHOWN_OUTPUT = 2000;
@@ -44,7 +49,16 @@ export class SandboxExpectChecks implements ExpectChecks {
             ? `could not start: ${result.spawnError}`
             : result.end;
       const output = `${result.stdout}\n${result.stderr}`.trim();
-      // The lines that say what failed come first (a failed test, a panic, a compiler error).
+      // Failing tests: each one's panic location and message, which the output's end lacks (issue 20).
+      const failures = cargoTestFailures(output);
+      if (failures !== null) {
+        return {
+          check,
+          outcome: 'failed',
+          message: `${how}: ${cargoTestFailuresLine(failures)}\n${formatCargoTestFailures(failures)}\n\n${output.slice(-SHOWN_OUTPUT)}`,
+        };
+      }
+      // Otherwise the lines that say what failed come first (a compiler error, a crash).
       const telling = output
         .split('\n')
         .map((line) => line.trim())

@@ -2,6 +2,7 @@ import type { ControlStore, ModelCallRecord } from '../../application/control-po
 import type { RunObserver } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { heldByAnotherProcess } from './dir-lock.ts';
 import { ModelCallTracker } from './model-calls.ts';
 
 /** How the mirror batches, and how long it trusts a store that failed. */
@@ -80,6 +81,8 @@ export class ControlMirror implements RunObserver {
   /** Whether `onDegraded` has heard of the current outage. */
   #notedGlobal = false;
   #lastFailure = 'control plane unavailable (db_off).';
+  /** The last failure was the embedded database held by another live process (its holder backfills). */
+  #heldElsewhere = false;
   #closed = false;
   #written = 0;
   #dropped = 0;
@@ -227,13 +230,17 @@ export class ControlMirror implements RunObserver {
         });
         this.#written += batch.length;
         this.#notedGlobal = false;
+        this.#heldElsewhere = false;
       } catch (error) {
         this.#migrated = null;
         const lost = [...batch, ...this.#queue];
         this.#queue = [];
         this.#downUntil = Date.now() + this.#retryAfter;
+        // Another live process holds the embedded database and writes these rows in from the
+        // runlog itself: nothing is lost and nothing needs doing, so nothing is said (issue 20).
+        this.#heldElsewhere = heldByAnotherProcess(error);
         this.#lastFailure =
-          `control plane unavailable (db_off) at ${store.location}: ${errorMessage(error)}. ` +
+          `control plane unavailable (db_off) at ${store.location}: ${errorMessage(error).replace(/\.+$/, '')}. ` +
           'The run goes on; its rows are written from the runlog once the database is back (`fabric control sync`).';
         for (const item of lost) {
           this.#lose(item);
@@ -267,6 +274,7 @@ export class ControlMirror implements RunObserver {
   /** Tells the run once, and the process-wide `onDegraded` once per outage. */
   #note(notice: RunNotice | null, message: string): void {
     this.#noted = true;
+    if (this.#heldElsewhere) return;
     if (!this.#notedGlobal) {
       this.#notedGlobal = true;
       this.#tell(this.#onDegraded, message);

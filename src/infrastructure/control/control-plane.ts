@@ -4,6 +4,7 @@ import type { RunLogContents, RunLogStore, RunObserver } from '../../application
 import { errorMessage } from '../../domain/errors.ts';
 import type { FileRunLogStore } from '../runlog/file-run-log-store.ts';
 import { ControlMirror, type ControlMirrorOptions } from './control-mirror.ts';
+import { heldByAnotherProcess } from './dir-lock.ts';
 import { syncRunlogs } from './sync.ts';
 
 const UNFINISHED_CHECK_MS = 60_000;
@@ -138,11 +139,14 @@ export class ControlPlane {
       this.#backfillFailing = false;
       return { runs: report.runsUpdated, events: report.eventsInserted };
     } catch (error) {
-      // Said once until a pass succeeds again: a store held by another process fails every pass.
+      // The embedded database held by another live process: the holder backfills (SPEC §7),
+      // so this is not a failure to report (issue 20).
+      if (heldByAnotherProcess(error)) return { runs: 0, events: 0 };
+      // Said once until a pass succeeds again.
       if (!this.#backfillFailing) {
         this.#backfillFailing = true;
         this.#options.onDegraded?.(
-          `backfill from the runlogs failed (${errorMessage(error)}); it is tried again every few seconds.`,
+          `control plane backfill from the runlogs failed (${errorMessage(error).replace(/\.+$/, '')}); it is tried again every few seconds.`,
         );
       }
       return { runs: 0, events: 0 };

@@ -18,6 +18,18 @@ export class LockHeldError extends Error {
 }
 
 /**
+ * Whether the error (or its cause) is a lock another live process holds: for the embedded
+ * database, that process is its holder and writes this one's runs in from their runlogs (SPEC §7),
+ * so this is no outage to report.
+ */
+export function heldByAnotherProcess(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof LockHeldError) return e.holder > 0 && e.holder !== pid;
+  }
+  return false;
+}
+
+/**
  * Takes an exclusive lock file holding this process's pid, for a resource that must not be
  * opened twice: PGlite is one Postgres backend writing its data directory, and two processes
  * on one directory corrupt it. A lock left by a process that died is taken over.

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { ControlStore } from '../../application/control-ports.ts';
 
@@ -6,6 +7,11 @@ export interface ControlStoreSettings {
   readonly enabled: boolean;
   readonly dsn?: string | undefined;
   readonly runsDir: string;
+  /**
+   * Only an embedded database that already exists (`null` otherwise): for commands that read,
+   * which must not create a 39 MB database to say there is nothing in it (issue 20).
+   */
+  readonly existingOnly?: boolean;
 }
 
 /** Where the embedded database lives: hidden under the runs directory, which run listings skip. */
@@ -26,6 +32,16 @@ export async function openControlStore(settings: ControlStoreSettings): Promise<
     const { PostgresControlStore } = await import('./postgres-control-store.ts');
     return new PostgresControlStore(settings.dsn);
   }
+  const dataDir = embeddedControlDir(settings.runsDir);
+  if (settings.existingOnly === true && !(await embeddedControlExists(settings.runsDir))) return null;
   const { PgliteControlStore } = await import('./pglite-control-store.ts');
-  return new PgliteControlStore(embeddedControlDir(settings.runsDir));
+  return new PgliteControlStore(dataDir);
+}
+
+/** Whether the runs directory has an embedded database (a data directory initdb finished). */
+export async function embeddedControlExists(runsDir: string): Promise<boolean> {
+  return stat(join(embeddedControlDir(runsDir), 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  );
 }

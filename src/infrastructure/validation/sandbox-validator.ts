@@ -11,12 +11,15 @@ import { errorMessage, FabricError } from '../../domain/errors.ts';
 import { DEFAULT_RUST_COMMANDS } from '../packs/rust/rust-pack.ts';
 import { splitCommand } from '../sandbox/argv.ts';
 import { checkCommand, parseAllowlist } from '../sandbox/command-policy.ts';
-import { CommandSandbox } from '../sandbox/command-sandbox.ts';
+import { type CommandResult, CommandSandbox } from '../sandbox/command-sandbox.ts';
 import { recordPathsIn } from '../sandbox/record-paths.ts';
+import { cargoTestFailures, formatCargoTestFailures } from './cargo-test-failures.ts';
 import { CLIPPY_COMMAND, CLIPPY_OUTPUT_LIMIT, clippyCount } from './clippy-count.ts';
 
 /** Output kept per command in the report (its tail: where cargo puts the errors and the summary). */
 const REPORT_TAIL = 6000;
+/** Lines of a failed command's output in the summary when they are not test failures (a build error). */
+const SUMMARY_LINES = 12;
 
 /** What the validator is built from. */
 export interface SandboxValidatorOptions {
@@ -120,24 +123,33 @@ export class SandboxValidator implements Validator, ClippyCounter {
     const sections: string[] = [];
     let testsPassed: number | null = null;
     for (const command of this.#commands) {
-      let ok = false;
-      let section: string;
+      let result: CommandResult;
       try {
-        const result = await this.#sandbox.run(command, signal);
-        const output = `${result.stdout}\n${result.stderr}`;
-        const passed = countPassed(output);
-        if (passed !== null) testsPassed = (testsPassed ?? 0) + passed;
-        ok = result.end === 'exited' && result.exitCode === 0;
-        const end = result.end === 'exited' ? `exit code ${result.exitCode}` : result.end;
-        section = `$ ${command}\n${end}${ok ? '' : `\n${tail(output.trim())}`}`;
+        result = await this.#sandbox.run(command, signal);
       } catch (error) {
-        section = `$ ${command}\nnot run: ${errorMessage(error)}`;
+        const section = `$ ${command}\nnot run: ${errorMessage(error)}`;
+        sections.push(section);
+        return { ok: false, report: sections.join('\n\n'), summary: section, testsPassed };
       }
-      sections.push(section);
+      const output = `${result.stdout}\n${result.stderr}`.trim();
+      const passed = countPassed(output);
+      if (passed !== null) testsPassed = (testsPassed ?? 0) + passed;
+      const end = result.end === 'exited' ? `exit code ${result.exitCode}` : result.end;
+      if (result.end === 'exited' && result.exitCode === 0) {
+        sections.push(`$ ${command}\n${end}`);
+        continue;
+      }
+      // The failing tests and their messages first: the tail alone loses them (issue 20).
+      const failures = cargoTestFailures(output);
+      const described = failures === null ? null : formatCargoTestFailures(failures);
+      sections.push(
+        `$ ${command}\n${end}\n${described === null ? tail(output) : `${described}\n\nThe output's end:\n${tail(output)}`}`,
+      );
+      const summary = `$ ${command}: ${end}\n${described ?? lastLines(output, SUMMARY_LINES)}`;
       // Tests of a crate that does not build say nothing new.
-      if (!ok) return { ok: false, report: sections.join('\n\n'), testsPassed };
+      return { ok: false, report: sections.join('\n\n'), summary, testsPassed };
     }
-    return { ok: true, report: sections.join('\n\n'), testsPassed };
+    return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed };
   }
 }
 
@@ -145,6 +157,11 @@ export class SandboxValidator implements Validator, ClippyCounter {
 export function countPassed(output: string): number | null {
   const matches = [...output.matchAll(/test result: \w+\. (\d+) passed/g)];
   return matches.length === 0 ? null : matches.reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+function lastLines(text: string, count: number): string {
+  const lines = text.split('\n');
+  return lines.length <= count ? text : ['…', ...lines.slice(-count)].join('\n');
 }
 
 function tail(text: string): string {

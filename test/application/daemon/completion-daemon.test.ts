@@ -99,6 +99,7 @@ class ScriptedValidator implements Validator {
     return {
       ok,
       report: ok ? '$ cargo test\nexit code 0' : '$ cargo test\nexit code 101\ntest x ... FAILED',
+      summary: ok ? '' : '$ cargo test: exit code 101\ntest x failed',
       testsPassed: ok ? 1 : 0,
     };
   }

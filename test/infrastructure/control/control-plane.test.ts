@@ -1,8 +1,12 @@
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunEventInput } from '../../../src/domain/run-events.ts';
 import { ControlPlane } from '../../../src/infrastructure/control/control-plane.ts';
+import { embeddedControlDir } from '../../../src/infrastructure/control/open-control-store.ts';
+import { PgliteControlStore } from '../../../src/infrastructure/control/pglite-control-store.ts';
 import { PostgresControlStore } from '../../../src/infrastructure/control/postgres-control-store.ts';
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
 import { startTcpProxy } from '../../support/tcp-proxy.ts';
@@ -113,5 +117,61 @@ describe('ControlPlane, the control plane of one process', () => {
     for (let pass = 0; pass < 4; pass += 1) await plane.backfill();
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(/backfill from the runlogs failed/);
+  });
+});
+
+describe('ControlPlane on an embedded database another process holds', () => {
+  let plane: ControlPlane | undefined;
+  let holder: ChildProcess | undefined;
+  afterEach(async () => {
+    await plane?.close();
+    plane = undefined;
+    holder?.kill();
+    holder = undefined;
+  });
+
+  /** A plane on the embedded database of a runs directory with a runlog in it, its lock held by `pid`. */
+  async function heldPlane(pid: number, said: string[], notices: string[]) {
+    const runsDir = await tempRunsDir();
+    await writeRunlog(runsDir, 'theirs', '2029-04-04T10:00:00Z', succeededRun());
+    const dataDir = embeddedControlDir(runsDir);
+    await mkdir(dirname(dataDir), { recursive: true });
+    await writeFile(`${dataDir}.lock`, String(pid));
+    plane = new ControlPlane(new PgliteControlStore(dataDir), new FileRunLogStore(runsDir), {
+      backfillOthers: true,
+      onDegraded: (message) => said.push(message),
+      mirror: { retryAfterMs: 0 },
+    });
+    const events = await writeRunlog(runsDir, 'mine', '2029-04-04T11:00:00Z', succeededRun());
+    const observer = plane.observe('mine', (message) => notices.push(message));
+    for (const event of events) observer.onEvent(event);
+    await plane.mirror.flush();
+    await plane.backfill();
+    await plane.backfill();
+    return dataDir;
+  }
+
+  it('says nothing when another live process holds it: that process writes the runs in from their runlogs', async () => {
+    holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const said: string[] = [];
+    const notices: string[] = [];
+    const dataDir = await heldPlane(holder.pid as number, said, notices);
+    expect(said).toEqual([]);
+    expect(notices).toEqual([]);
+    // Nothing was created beside the holder's database.
+    await expect(stat(dataDir)).rejects.toThrow();
+  });
+
+  it('says an outage once, in well-formed sentences, when it cannot be opened for another reason', async () => {
+    // Held by this very process: not a holder that backfills for it.
+    const said: string[] = [];
+    const notices: string[] = [];
+    await heldPlane(process.pid, said, notices);
+    expect(notices).toHaveLength(1);
+    expect(said[0]).toBe(notices[0]);
+    expect(said[0]).toMatch(
+      /^control plane unavailable \(db_off\) at \S+pglite: \S+pglite\.lock is already open in this process\. The run goes on; /,
+    );
+    expect(said.join('\n')).not.toMatch(/\.\.|control plane: control plane/);
   });
 });

@@ -56,8 +56,19 @@ describe('the example battery over examples/compositor (README)', () => {
     ]);
     for (const cell of json.cells.filter((c) => c.model === DEVSTRAL)) {
       expect(cell.failed_check).toBe('command: cargo test');
-      expect(cell.error).toContain('wrong on purpose');
+      // The first line (what the terminal and the report show) names the test, where it panicked
+      // and the assertion with left and right (issue 20: it read `panicked at src/region.rs:82:9:;`).
+      expect(cell.error?.split('\n')[0]).toMatch(
+        /^exit 101: \w+::tests::\w+ panicked at src\/\w+\.rs:\d+:\d+: assertion `left == right` failed: wrong on purpose, left: 4, right: 5; \d+ passed; 1 failed$/,
+      );
+      expect(cell.error).toContain(
+        'assertion `left == right` failed: wrong on purpose\n    left: 4\n   right: 5',
+      );
+      expect(cell.error).toMatch(/\ntest result: FAILED\. \d+ passed; 1 failed;/);
     }
+    expect(result.stderr).toMatch(
+      /✗ region-contains × mistralai\/devstral-small-2507 · command: cargo test: exit 101: region::tests::\w+ panicked at src\/region\.rs:\d+:\d+: assertion `left == right` failed: wrong on purpose, left: 4, right: 5;/,
+    );
     const report = await readFile(join(sandbox.dir, 'battery.md'), 'utf8');
     expect(report).toContain('| region-contains |');
     expect(report).toContain('command: cargo test');

@@ -29,6 +29,11 @@ Options:
   -h, --help          show this help
 `;
 
+/** Whether the control plane is the embedded database (on, and no DSN). */
+function embedded(config: Awaited<ReturnType<typeof loadConfig>>): boolean {
+  return config.control.enabled && (config.control.dsn ?? '').trim() === '';
+}
+
 /** `fabric control`. */
 export async function controlCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandArgs('control', argv, {
@@ -43,7 +48,8 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     return values.help ? EXIT.ok : EXIT.usage;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const store = await controlStoreFor(config);
+  // An export creates the embedded database only when there are runs to put in it (issue 20).
+  let store = await controlStoreFor(config, { existingOnly: action === 'export' });
   const print = (human: string, data: unknown) =>
     io.stdout.write(values.json ? `${JSON.stringify(data)}\n` : `${human}\n`);
   try {
@@ -80,6 +86,21 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
         return report.failed.length > 0 ? EXIT.runFailed : EXIT.ok;
       }
       case 'export': {
+        if (store === null && embedded(config)) {
+          // No embedded database yet. Without runs there is nothing to export, and nothing is
+          // created; with runlogs (one-shot runs leave the database alone) it is created and
+          // filled from them, so the exports never hide a run (SPEC §7).
+          const runlogs = (await new FileRunLogStore(config.runs_dir).list()).length;
+          if (runlogs === 0) {
+            print(`Nothing to export: no runs yet in ${config.runs_dir}. No files written.`, {
+              files: [],
+              db_off: true,
+              runs: 0,
+            });
+            return EXIT.ok;
+          }
+          store = await controlStoreFor(config);
+        }
         const outDir = resolve(io.cwd, values.out ?? resolve(config.runs_dir, 'exports'));
         await prepareOutDir(outDir);
         // The embedded database holds what its holders wrote; one-shot runs since then are in

@@ -1,11 +1,16 @@
 import type { StampedDaemonEvent } from '../../../application/daemon/daemon-events.ts';
+import { plural } from '../../../domain/words.ts';
 import type { OutputStream } from '../io.ts';
 import type { Style } from '../style.ts';
 
 const DIAGNOSTICS_LINES = 12;
 
-/** The daemon's events for a person, on stderr: which task, which attempt, how it went. */
-export function daemonProgressLine(event: StampedDaemonEvent, s: Style): string | null {
+/**
+ * The daemon's events for a person, on stderr: which task, which attempt, how it went.
+ * `failureShown`: the last attempt's failure is already on the screen (its run's end or its
+ * validation), so a block does not print it a second time.
+ */
+export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureShown = false): string | null {
   switch (event.event) {
     case 'daemon_start':
       return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${event.max_attempts} attempts · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
@@ -20,7 +25,9 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style): string 
         ? s.green(
             `  ✓ validated${event.tests_passed === null ? '' : ` (${event.tests_passed} tests passed)`}`,
           )
-        : s.red(`  ✗ validation failed:\n${indent(lastLines(event.report ?? '', DIAGNOSTICS_LINES))}`);
+        : s.red(
+            `  ✗ validation failed: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
+          );
     case 'task_retry':
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
     case 'task_done':
@@ -29,7 +36,11 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style): string 
       );
     case 'task_blocked':
       return s.red(
-        `✗ ${event.task.change} ${event.task.id} blocked after ${event.task.attempts} attempt(s); tree restored to the last commit. Last diagnostics:\n${indent(lastLines(event.diagnostics, DIAGNOSTICS_LINES))}`,
+        `✗ ${event.task.change} ${event.task.id} blocked after ${plural(event.task.attempts, 'attempt')}; tree restored to the last commit. ${
+          failureShown
+            ? 'Its last failure is above.'
+            : `Last diagnostics:\n${indent(lastLines(event.diagnostics, DIAGNOSTICS_LINES))}`
+        }`,
       );
     case 'task_cancelled':
       return s.yellow(`■ ${event.task.change} ${event.task.id} cancelled; tree restored to the last commit`);
@@ -54,9 +65,21 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style): string 
 
 /** Writes each event: a progress line on stderr, and with `--json` one JSON line on stdout. */
 export function daemonEventWriter(stdout: OutputStream, stderr: OutputStream, style: Style, json: boolean) {
+  // Tasks whose last attempt's failure (a failed run, a failed validation) was just printed.
+  const shown = new Set<string>();
   return (event: StampedDaemonEvent) => {
     if (json) stdout.write(`${JSON.stringify(event)}\n`);
-    const line = daemonProgressLine(event, style);
+    const key =
+      'task' in event && typeof event.task === 'object' ? `${event.task.change}\u0000${event.task.id}` : null;
+    const failureShown = key !== null && shown.has(key);
+    if (key !== null) {
+      const failed =
+        (event.event === 'run_end' && event.status !== 'succeeded') ||
+        (event.event === 'validation' && !event.ok);
+      if (failed) shown.add(key);
+      else if (event.event !== 'task_retry') shown.delete(key);
+    }
+    const line = daemonProgressLine(event, style, failureShown);
     if (line !== null) stderr.write(`${line}\n`);
   };
 }

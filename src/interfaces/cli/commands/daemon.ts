@@ -3,9 +3,9 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import process from 'node:process';
 import { CompletionDaemon } from '../../../application/daemon/completion-daemon.ts';
-import { isDaemonTaskSink } from '../../../application/daemon/daemon-ports.ts';
+import { type DaemonTaskSink, isDaemonTaskSink } from '../../../application/daemon/daemon-ports.ts';
 import { loadConfig } from '../../../config/load.ts';
-import { FabricError } from '../../../domain/errors.ts';
+import { errorMessage, FabricError } from '../../../domain/errors.ts';
 import { didYouMean } from '../../../domain/words.ts';
 import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
@@ -107,7 +107,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   });
   const style = styleFor(io.stderr, io.env);
   const fabric = createFabric(config, {
-    onDegraded: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
+    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
   });
   const runner = new FabricTaskRunner(fabric, {
     specialist,
@@ -116,13 +116,27 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
     observers: () => [new ProgressReporter(io.stderr, style)],
   });
   // control.daemon_tasks, when the control plane is on; the state file is the record either way.
-  const store = await fabric.controlStore().catch((error: unknown) => {
-    io.stderr.write(style.yellow(`control plane: ${String(error)}; the daemon keeps its state file only\n`));
-    return null;
-  });
+  // Opened at the first task record, after the repository checks: a refused start opens no database.
+  let told = false;
+  const sink: DaemonTaskSink = {
+    async recordDaemonTask(repoDir, task) {
+      const store = await fabric.controlStore().catch((error: unknown) => {
+        if (!told) {
+          told = true;
+          io.stderr.write(
+            style.yellow(
+              `control plane unavailable (db_off): ${errorMessage(error)}; the daemon keeps its state file only\n`,
+            ),
+          );
+        }
+        return null;
+      });
+      if (isDaemonTaskSink(store)) await store.recordDaemonTask(repoDir, task);
+    },
+  };
   const daemon = new CompletionDaemon(
     {
-      sink: isDaemonTaskSink(store) ? store : undefined,
+      sink,
       repo,
       openspec: new OpenSpecFiles(repo),
       git: new GitRepository(repo, [config.runs_dir]),

@@ -60,7 +60,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const fabric = createFabric(config, {
     env: io.env,
-    onDegraded: (message) => io.stderr.write(`fabric mcp: control plane: ${message}\n`),
+    onDegraded: (message) => io.stderr.write(`fabric mcp: ${message}\n`),
   });
   await fabric.controlStore();
   // Runs in flight when the client goes away are cancelled by the SDK; they are awaited so that

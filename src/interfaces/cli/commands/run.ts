@@ -73,7 +73,8 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   // One process, one run: the process-wide notice (once per outage) is the run's one notice.
   const fabric = createFabric(config, {
     lifetime: 'one_shot',
-    onDegraded: (message) => io.stderr.write(style.yellow(`control plane: ${message}\n`)),
+    // The messages name the control plane themselves.
+    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
   });
   const result = await fabric
     .run({

@@ -171,7 +171,8 @@ async function storeRuns(
   limit: number,
   check: LivenessCheck,
 ): Promise<{ source: string | null; runs: RunSummary[]; notice?: string }> {
-  const store = await controlStoreFor(config);
+  // Listing never creates the embedded database: without one, the runlogs are the whole record.
+  const store = await controlStoreFor(config, { existingOnly: true });
   if (store === null) return { source: null, runs: [] };
   try {
     await store.migrate();

@@ -72,7 +72,7 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   const log = (line: string) => io.stderr.write(`fabric serve: ${line}\n`);
   const fabric = createFabric(config, {
     env: io.env,
-    onDegraded: (message) => log(`control plane: ${message}`),
+    onDegraded: (message) => log(message),
   });
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.

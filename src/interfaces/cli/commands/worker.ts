@@ -54,7 +54,7 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
   const log = (line: string) => io.stderr.write(`fabric worker: ${line}\n`);
   const fabric = createFabric(config, {
     env: io.env,
-    onDegraded: (message) => log(`control plane: ${message}`),
+    onDegraded: (message) => log(message),
   });
   try {
     const services = await fabric.runQueue();
