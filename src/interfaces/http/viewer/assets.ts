@@ -97,7 +97,8 @@ ul.checks { margin: .3em 0; padding-left: 1.2em; list-style: none; }
  * `/viewer/live.js`: a run page that is still going follows the run's SSE stream and, for each
  * new event, asks the server for the rendered steps after the last one it shows; the daemon's
  * and a running battery's pages fetch themselves again every few seconds; in the runs list,
- * j/k move between runs (Enter opens one, as with any link).
+ * j/k move between runs (Enter opens one, as with any link); times of runs in progress count
+ * on between events.
  */
 export const LIVE_JS = `'use strict';
 (function () {
@@ -108,6 +109,26 @@ export const LIVE_JS = `'use strict';
   var region = document.getElementById('refresh');
   if (region && region.getAttribute('data-refresh-ms')) poll(region);
   listKeys();
+  setInterval(countOn, 1000);
+
+  // Times of runs in progress (data-elapsed-ms, as the server rendered them) keep counting on
+  // the browser's clock, so they move between events too.
+  var base = new WeakMap();
+  function countOn() {
+    var now = Date.now();
+    document.querySelectorAll('[data-elapsed-ms]').forEach(function (el) {
+      if (!base.has(el)) base.set(el, now - (Number(el.getAttribute('data-elapsed-ms')) || 0));
+      el.textContent = duration(now - base.get(el)) + ' so far';
+    });
+  }
+  function duration(ms) {
+    if (!(ms >= 0)) return '\u2014';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + ' s';
+    var m = Math.floor(s / 60);
+    return m + ' min ' + Math.round(s - m * 60) + ' s';
+  }
 
   // The daemon's and a running battery's pages: fetch the page again and swap its region in
   // place, keeping the focus on the same link; a region without data-refresh-ms is final.

@@ -1,7 +1,7 @@
 import type { RunSummaryStatus } from '../../../application/run-summary.ts';
 import type { RunView } from '../run-view.ts';
 import { type SafeHtml, html } from './html.ts';
-import { type Nav, duration, page, statusBadge } from './layout.ts';
+import { type Nav, duration, elapsed, page, statusBadge } from './layout.ts';
 import type { RunPage, RunQuery } from './run-index.ts';
 
 /** The statuses a run can be listed with, in the order the filter offers them. */
@@ -63,7 +63,11 @@ function row(run: RunView, now: Date): SafeHtml {
 <td>${run.specialist ?? '—'}</td>
 <td class="wide">${run.model ?? '—'}</td>
 <td class="num">${run.steps}</td>
-<td class="num wide">${duration(took)}${run.ended_at === null && run.status === 'running' ? ' so far' : ''}</td>
+${
+  run.ended_at === null && run.status === 'running' && took !== null
+    ? html`<td class="num wide" data-elapsed-ms="${String(took)}">${elapsed(took)}</td>`
+    : html`<td class="num wide">${duration(took)}</td>`
+}
 <td class="num wide">${run.total_tokens}</td>
 </tr>`;
 }

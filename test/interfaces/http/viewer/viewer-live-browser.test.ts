@@ -1,0 +1,183 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
+import {
+  type FakeLlmServer,
+  type ScriptedTurn,
+  startFakeLlmServer,
+} from '../../../support/fake-llm-server.ts';
+import { type RunningApi, makeFabric, postJson, startApi } from '../http-harness.ts';
+
+/** Debian's chromium package; `.ci/run` installs it. */
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'live-viewer-token';
+const auth = { authorization: `Bearer ${TOKEN}` };
+const hostileLine = '<script>window.pwned = 1</script>';
+const CONTENT = `pub fn contains(x: i32) -> bool {\n    // ${hostileLine}\n    x >= 0\n}\n`;
+
+const convert = (value: number): ScriptedTurn => ({
+  reply: { toolCalls: [{ name: 'convert_units', arguments: { value, from: 'km', to: 'mi' } }] },
+});
+const finish = (answer: string): ScriptedTurn => ({
+  reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: `Converted: ${answer}`, answer } }] },
+});
+
+const missing = !existsSync(CHROMIUM);
+if (missing)
+  console.warn(`live viewer browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+
+// Issue 20: the runs list follows runs that start after it opened, a run's header counts its
+// tokens as it goes, and tool arguments that span lines read as text blocks.
+describe.skipIf(missing)('the live run viewer in headless Chromium', () => {
+  let sandbox: Sandbox;
+  let server: FakeLlmServer;
+  let fabric: Fabric;
+  let api: RunningApi;
+  let context: BrowserContext;
+  let profile: string;
+  let first = '';
+
+  async function start(specialist: string, task: string): Promise<string> {
+    const response = await postJson(`${api.url}/v1/runs`, { specialist, task }, auth);
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { run_id: string }).run_id;
+  }
+
+  async function run(id: string): Promise<{ status: string; steps: number; total_tokens: number }> {
+    return (await (await fetch(`${api.url}/v1/runs/${id}`, { headers: auth })).json()) as {
+      status: string;
+      steps: number;
+      total_tokens: number;
+    };
+  }
+
+  async function settled(id: string): Promise<void> {
+    while ((await run(id)).status === 'running') await new Promise((done) => setTimeout(done, 50));
+  }
+
+  async function open(path: string): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${api.url}${path}`);
+    // The page is never reloaded: what a test leaves on window stays.
+    await page.evaluate(() => {
+      (window as { kept?: number }).kept = 1;
+    });
+    return page;
+  }
+
+  const kept = (page: Page) => page.evaluate(() => (window as { kept?: number }).kept);
+
+  beforeAll(async () => {
+    const crate = await mkdtemp(join(tmpdir(), 'fabric-live-crate-'));
+    await mkdir(join(crate, 'src'));
+    await writeFile(
+      join(crate, 'Cargo.toml'),
+      '[package]\nname = "region"\nversion = "0.1.0"\nedition = "2021"\n',
+    );
+    await writeFile(join(crate, 'src', 'lib.rs'), 'pub struct Region;\n');
+    sandbox = await makeSandbox({
+      llm: { retry: { max_attempts: 1000, base_delay_ms: 100, max_delay_ms: 150 }, probe_timeout_ms: 1000 },
+      specialists: {
+        units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' },
+        rust: { builder: 'builtin:rust', workspace: crate },
+      },
+    });
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      byTask: [
+        { match: 'Convert 1 km', script: [convert(1), finish('0.621 mi')] },
+        // Two steps, then the script is empty and the loop retries until a test adds the end.
+        { match: 'Convert later', script: [convert(4), convert(6)] },
+        { match: 'Convert while watched', script: [convert(8), convert(9)] },
+        {
+          match: 'Write contains',
+          script: [
+            {
+              reply: {
+                toolCalls: [
+                  {
+                    name: 'write_file',
+                    arguments: { path: 'src/contains.rs', content: CONTENT },
+                  },
+                ],
+              },
+            },
+            { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Wrote contains' } }] } },
+          ],
+        },
+      ],
+    });
+    fabric = await makeFabric(sandbox, server.url);
+    api = await startApi(fabric, TOKEN);
+    first = await start('units', 'Convert 1 km to miles');
+    await settled(first);
+    profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-live-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    // Signs in with the token once: from here on the cookie alone carries it, the list's stream too.
+    const page = await context.newPage();
+    await page.goto(`${api.url}/?token=${TOKEN}`);
+    expect(page.url()).toBe(`${api.url}/`);
+    await page.close();
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await api?.stop();
+    await fabric?.close();
+    await server?.stop();
+    await sandbox?.cleanup();
+    if (profile) await rm(profile, { recursive: true, force: true });
+  });
+
+  it("counts a running run's steps, tokens and time in its header as events arrive, then shows the totals", async () => {
+    const id = await start('units', 'Convert while watched 8 km');
+    const page = await open(`/runs/${id}`);
+    const tokens = page.locator('#run-tokens');
+    const steps = page.locator('#run-steps');
+    // Two responses, then the model is silent at step 3: the header has their tokens before any run_end.
+    await expect.poll(() => page.locator('[data-kind=llm_response]').count(), { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => steps.textContent()).toBe('3');
+    const responseTokens = (await page.locator('[data-kind=llm_response] .meta').allTextContents()).map(
+      (text) => Number(/^(\d+) tokens/.exec(text)?.[1]),
+    );
+    expect(responseTokens.every((n) => n > 0)).toBe(true);
+    const sum = responseTokens.reduce((a, b) => a + b, 0);
+    await expect.poll(() => tokens.textContent()).toBe(`${sum} so far`);
+    expect(await page.locator('#run-status').textContent()).toContain('running');
+    // The elapsed time counts on between events.
+    const before = await page.locator('#run-duration').textContent();
+    expect(before).toMatch(/ so far$/);
+    await expect.poll(() => page.locator('#run-duration').textContent(), { timeout: 5000 }).not.toBe(before);
+
+    server.pushFor('Convert while watched', finish('4.971 mi'));
+    await expect
+      .poll(() => page.locator('#run-status').textContent(), { timeout: 15_000 })
+      .toContain('succeeded');
+    const final = await run(id);
+    expect(final.total_tokens).toBeGreaterThan(sum);
+    expect(await tokens.textContent()).toBe(String(final.total_tokens));
+    expect(await steps.textContent()).toBe(String(final.steps));
+    expect(await page.locator('#run-duration').textContent()).toMatch(/^\d+(\.\d)? (ms|s)$/);
+    expect(await kept(page)).toBe(1);
+    await page.close();
+  }, 45_000);
+});
