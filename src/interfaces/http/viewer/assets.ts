@@ -66,6 +66,14 @@ pre.diff .del { background: var(--del-bg); color: var(--del-fg); }
 pre.diff .hunk { color: var(--muted); }
 pre.diff .file { font-weight: 600; }
 details > summary { cursor: pointer; color: var(--muted); }
+dl.args-inline { display: flex; flex-wrap: wrap; gap: .1em 1.2em; margin: .3em 0; }
+dl.args-inline > div { display: flex; gap: .4em; min-width: 0; }
+dl.args-inline dt { color: var(--muted); }
+dl.args-inline dt::after { content: ":"; }
+dl.args-inline dd { margin: 0; overflow-wrap: anywhere; }
+.arg-block { margin: .3em 0; }
+.arg-name { color: var(--muted); }
+details.args-raw { margin: .2em 0; }
 .notice { padding: .6em .8em; border: 1px solid var(--line); background: var(--panel); border-radius: 6px; }
 header nav a[aria-current=page] { font-weight: 600; text-decoration: none; }
 tbody th { font-size: 1em; color: var(--fg); font-weight: normal; }

@@ -180,4 +180,35 @@ describe.skipIf(missing)('the live run viewer in headless Chromium', () => {
     expect(await kept(page)).toBe(1);
     await page.close();
   }, 45_000);
+
+  it("shows write_file's multi-line content as a text block with its line breaks, escaped, and the JSON as sent", async () => {
+    const id = await start('rust', 'Write contains in the region crate');
+    await settled(id);
+    const page = await open(`/runs/${id}`);
+    const call = page.locator('[data-kind=tool_call]').filter({ hasText: 'write_file' });
+    const content = call.locator('pre.arg-text[data-arg=content]');
+    expect(await content.textContent()).toBe(CONTENT);
+    // Real line breaks: the block is rendered as tall as its four lines, not as one escaped string.
+    const lines = await content.evaluate((pre) => {
+      const style = getComputedStyle(pre);
+      const inner =
+        pre.clientHeight - Number.parseFloat(style.paddingTop) - Number.parseFloat(style.paddingBottom);
+      return Math.round(inner / Number.parseFloat(style.lineHeight));
+    });
+    expect(lines).toBe(4);
+    expect(await content.textContent()).not.toContain('\\n');
+    expect(await call.locator('.arg-name').first().textContent()).toBe('content');
+    expect(await call.locator('dd[data-arg=path]').textContent()).toBe('src/contains.rs');
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.locator('#timeline script').count()).toBe(0);
+    // The arguments as the model sent them are one click away.
+    const raw = call.locator('details.args-raw');
+    expect(await raw.locator('pre').isVisible()).toBe(false);
+    await raw.locator('summary').click();
+    expect(JSON.parse((await raw.locator('pre').textContent()) ?? '')).toEqual({
+      path: 'src/contains.rs',
+      content: CONTENT,
+    });
+    await page.close();
+  });
 });
