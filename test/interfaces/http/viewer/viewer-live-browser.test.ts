@@ -148,6 +148,53 @@ describe.skipIf(missing)('the live run viewer in headless Chromium', () => {
     if (profile) await rm(profile, { recursive: true, force: true });
   });
 
+  it('adds a run started after the list opened and follows it to succeeded, keeping the keyboard selection', async () => {
+    const list = await open('/');
+    const succeededOnly = await open('/?status=succeeded');
+    const failedOnly = await open('/?status=failed');
+    expect(await failedOnly.locator('#runs-none').isVisible()).toBe(true);
+    // The selection is on the run that was there.
+    await list.keyboard.press('j');
+    expect(await list.evaluate(() => document.activeElement?.textContent)).toBe(first);
+
+    const id = await start('units', 'Convert later 4 km');
+    const row = list.locator(`tr[data-run-id="${id}"]`);
+    await expect.poll(() => row.count(), { timeout: 10_000 }).toBe(1);
+    expect(await list.locator('tbody a.run-link').allTextContents()).toEqual([id, first]);
+    // It goes on: running, at its third step (the model has not answered it), with the tokens so far.
+    await expect.poll(() => row.locator('td').nth(4).textContent(), { timeout: 10_000 }).toBe('3');
+    expect(await row.getAttribute('data-status')).toBe('running');
+    expect(Number(await row.locator('td').nth(6).textContent())).toBeGreaterThan(0);
+    expect(await row.locator('td').nth(5).textContent()).toMatch(/ so far$/);
+    // The status filter leaves it out while it runs.
+    expect(await succeededOnly.locator(`tr[data-run-id="${id}"]`).count()).toBe(0);
+
+    server.pushFor('Convert later', finish('2.485 mi'));
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 15_000 }).toBe('succeeded');
+    const final = await run(id);
+    expect(await row.locator('.status').textContent()).toBe('succeeded');
+    expect(await row.locator('td').nth(4).textContent()).toBe(String(final.steps));
+    expect(await row.locator('td').nth(6).textContent()).toBe(String(final.total_tokens));
+    expect(await row.locator('td').nth(5).textContent()).not.toMatch(/so far/);
+
+    // The selection stayed on the same run, and j/k/Enter go on from it.
+    expect(await list.evaluate(() => document.activeElement?.textContent)).toBe(first);
+    await list.keyboard.press('k');
+    expect(await list.evaluate(() => document.activeElement?.textContent)).toBe(id);
+    expect(await kept(list)).toBe(1);
+    await list.keyboard.press('Enter');
+    await list.waitForURL(`${api.url}/runs/${id}`);
+
+    // The succeeded filter gains it once it has succeeded; the failed filter never does.
+    await expect
+      .poll(() => succeededOnly.locator('tbody a.run-link').allTextContents(), { timeout: 10_000 })
+      .toEqual([id, first]);
+    expect(await kept(succeededOnly)).toBe(1);
+    expect(await failedOnly.locator('tbody tr').count()).toBe(0);
+    expect(await failedOnly.locator('#runs-none').isVisible()).toBe(true);
+    for (const page of [list, succeededOnly, failedOnly]) await page.close();
+  }, 45_000);
+
   it("counts a running run's steps, tokens and time in its header as events arrive, then shows the totals", async () => {
     const id = await start('units', 'Convert while watched 8 km');
     const page = await open(`/runs/${id}`);
