@@ -44,10 +44,13 @@ export function summarizeRun(runId: string, events: readonly RunEvent[], check: 
   let start: Extract<RunEvent, { kind: 'run_start' }> | undefined;
   let end: Extract<RunEvent, { kind: 'run_end' }> | undefined;
   let steps = 0;
+  // Until run_end records the totals, the tokens so far are those of the responses so far (issue 20).
+  let tokens = 0;
   for (const event of events) {
     if (event.kind === 'run_start') start = event;
     else if (event.kind === 'run_end') end = event;
     else if (event.kind === 'llm_request') steps = Math.max(steps, event.step);
+    else if (event.kind === 'llm_response') tokens += event.usage.total_tokens;
   }
   return {
     run_id: runId,
@@ -59,7 +62,7 @@ export function summarizeRun(runId: string, events: readonly RunEvent[], check: 
     started_at: start?.ts ?? null,
     ended_at: end?.ts ?? null,
     steps: end?.steps ?? steps,
-    total_tokens: end?.usage.total_tokens ?? 0,
+    total_tokens: end?.usage.total_tokens ?? tokens,
     payload: end?.payload ?? null,
     error: end?.error ?? null,
     events: events.length,

@@ -136,6 +136,35 @@ describe('summarizeRun', () => {
     expect(liveness.asked).toEqual([]);
   });
 
+  it('counts the tokens of the responses so far while the run has no run_end, and the recorded totals after', () => {
+    const liveness = scriptedLiveness({ 4242: true });
+    const response = (total: number): RunEventInput => ({
+      kind: 'llm_response',
+      step: 1,
+      content: '',
+      tool_calls: [],
+      finish_reason: 'tool_calls',
+      usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total },
+      latency_ms: 10,
+      attempts: 1,
+      backend: 'lm_studio',
+    });
+    const going = stamp([
+      start({ pid: 4242, host: 'box' }),
+      REQUEST,
+      response(40),
+      { ...REQUEST, step: 2 },
+      response(55),
+    ]);
+    expect(summarizeRun('run-1', going, at(STARTED, liveness))).toMatchObject({
+      status: 'running',
+      steps: 2,
+      total_tokens: 95,
+    });
+    // run_end's usage is the record (it also counts calls that never produced a response line).
+    expect(summarizeRun('run-1', [...going, ...stamp([END])], at(STARTED, liveness)).total_tokens).toBe(12);
+  });
+
   it('shows a runlog with no line at all as interrupted: its process died before writing one', () => {
     expect(runStatusWithoutEnd([], at(STARTED, scriptedLiveness({})))).toBe('interrupted');
     expect(summarizeRun('run-1', [], at(STARTED, scriptedLiveness({}))).status).toBe('interrupted');

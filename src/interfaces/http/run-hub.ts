@@ -29,6 +29,7 @@ type RunFabric = Pick<Fabric, 'run'>;
 export class RunHub {
   readonly #fabric: RunFabric;
   readonly #runs = new Map<string, LiveRun>();
+  readonly #watchers = new Set<(runId: string, event: RunEvent) => void>();
 
   constructor(fabric: RunFabric) {
     this.#fabric = fabric;
@@ -76,6 +77,15 @@ export class RunHub {
     return () => live.subscribers.delete(onEvent);
   }
 
+  /**
+   * Calls `onEvent` with every event of every live run, those that start later included (the
+   * viewer's live runs list). Returns how to stop watching.
+   */
+  watch(onEvent: (runId: string, event: RunEvent) => void): () => void {
+    this.#watchers.add(onEvent);
+    return () => this.#watchers.delete(onEvent);
+  }
+
   /** Cancels every live run and waits until each has written its `run_end`. */
   async close(reason = 'the server is shutting down'): Promise<void> {
     const runs = [...this.#runs.values()];
@@ -90,6 +100,7 @@ export class RunHub {
       request.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, request.signal]);
     const events: RunEvent[] = [];
     const subscribers = new Set<(event: RunEvent) => void>();
+    const watchers = this.#watchers;
     const fanOut: RunObserver = {
       onEvent(event) {
         events.push(event);
@@ -99,6 +110,13 @@ export class RunHub {
             subscriber(event);
           } catch {
             // A stream that broke must not stop the others, nor the run.
+          }
+        }
+        for (const watcher of watchers) {
+          try {
+            watcher(runId, event);
+          } catch {
+            // Likewise for a watcher of every run.
           }
         }
       },

@@ -66,6 +66,14 @@ pre.diff .del { background: var(--del-bg); color: var(--del-fg); }
 pre.diff .hunk { color: var(--muted); }
 pre.diff .file { font-weight: 600; }
 details > summary { cursor: pointer; color: var(--muted); }
+dl.args-inline { display: flex; flex-wrap: wrap; gap: .1em 1.2em; margin: .3em 0; }
+dl.args-inline > div { display: flex; gap: .4em; min-width: 0; }
+dl.args-inline dt { color: var(--muted); }
+dl.args-inline dt::after { content: ":"; }
+dl.args-inline dd { margin: 0; overflow-wrap: anywhere; }
+.arg-block { margin: .3em 0; }
+.arg-name { color: var(--muted); }
+details.args-raw { margin: .2em 0; }
 .notice { padding: .6em .8em; border: 1px solid var(--line); background: var(--panel); border-radius: 6px; }
 header nav a[aria-current=page] { font-weight: 600; text-decoration: none; }
 tbody th { font-size: 1em; color: var(--fg); font-weight: normal; }
@@ -96,8 +104,9 @@ ul.checks { margin: .3em 0; padding-left: 1.2em; list-style: none; }
 /**
  * `/viewer/live.js`: a run page that is still going follows the run's SSE stream and, for each
  * new event, asks the server for the rendered steps after the last one it shows; the daemon's
- * and a running battery's pages fetch themselves again every few seconds; in the runs list,
- * j/k move between runs (Enter opens one, as with any link).
+ * and a running battery's pages fetch themselves again every few seconds; the runs list follows
+ * the stream of run changes (/viewer/runs/events), and j/k move between its runs (Enter opens
+ * one, as with any link); times of runs in progress count on between events.
  */
 export const LIVE_JS = `'use strict';
 (function () {
@@ -107,7 +116,66 @@ export const LIVE_JS = `'use strict';
   if (main && main.getAttribute('data-live') === 'true') follow(main);
   var region = document.getElementById('refresh');
   if (region && region.getAttribute('data-refresh-ms')) poll(region);
+  var list = document.getElementById('runs-list');
+  if (list) liveList(list);
   listKeys();
+  setInterval(countOn, 1000);
+
+  // Times of runs in progress (data-elapsed-ms, as the server rendered them) keep counting on
+  // the browser's clock, so they move between events too.
+  var base = new WeakMap();
+  function countOn() {
+    var now = Date.now();
+    document.querySelectorAll('[data-elapsed-ms]').forEach(function (el) {
+      if (!base.has(el)) base.set(el, now - (Number(el.getAttribute('data-elapsed-ms')) || 0));
+      el.textContent = duration(now - base.get(el)) + ' so far';
+    });
+  }
+  function duration(ms) {
+    if (!(ms >= 0)) return '\u2014';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + ' s';
+    var m = Math.floor(s / 60);
+    return m + ' min ' + Math.round(s - m * 60) + ' s';
+  }
+
+  // The runs list follows the server's stream of run changes: a row that is shown is replaced
+  // (the focus stays on its link, so j/k and Enter go on from there); a run that is not shown
+  // is added in its place when it matches the filters and this is the newest page.
+  function liveList(list) {
+    var rows = document.getElementById('runs-rows');
+    var wantStatus = list.getAttribute('data-status');
+    var wantSpecialist = list.getAttribute('data-specialist');
+    var newest = list.getAttribute('data-newest') === 'true';
+    var source = new EventSource('/viewer/runs/events');
+    source.addEventListener('run', function (message) {
+      var run;
+      try { run = JSON.parse(message.data); } catch (e) { return; }
+      var parsed = new DOMParser().parseFromString('<table><tbody>' + run.row + '</tbody></table>', 'text/html');
+      var next = parsed.querySelector('tbody > tr');
+      if (!next) return;
+      next = document.adoptNode(next);
+      var all = Array.prototype.slice.call(rows.rows);
+      var current = all.filter(function (row) { return row.getAttribute('data-run-id') === run.run_id; })[0];
+      if (current) {
+        var focused = current.contains(document.activeElement);
+        current.replaceWith(next);
+        if (focused) next.querySelector('a.run-link').focus();
+        return;
+      }
+      if (!newest) return;
+      if (wantStatus && run.status !== wantStatus) return;
+      if (wantSpecialist && run.specialist !== wantSpecialist) return;
+      var older = all.filter(function (row) { return row.getAttribute('data-run-id') < run.run_id; })[0];
+      // Older than every row here, with older pages after it: it belongs on one of those.
+      if (!older && all.length > 0 && document.querySelector('.pager a[rel=next]')) return;
+      rows.insertBefore(next, older || null);
+      list.hidden = false;
+      var none = document.getElementById('runs-none');
+      if (none) none.hidden = true;
+    });
+  }
 
   // The daemon's and a running battery's pages: fetch the page again and swap its region in
   // place, keeping the focus on the same link; a region without data-refresh-ms is final.
@@ -189,7 +257,7 @@ export const LIVE_JS = `'use strict';
   }
 
   function listKeys() {
-    if (document.querySelectorAll('a.run-link').length === 0) return;
+    if (!document.getElementById('runs-list') && document.querySelectorAll('a.run-link').length === 0) return;
     document.addEventListener('keydown', function (event) {
       var links = Array.prototype.slice.call(document.querySelectorAll('a.run-link'));
       if (event.altKey || event.ctrlKey || event.metaKey) return;

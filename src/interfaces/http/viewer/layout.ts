@@ -69,6 +69,14 @@ export function duration(ms: number | null): string {
   return `${m} min ${Math.round(s - m * 60)} s`;
 }
 
+/**
+ * The time a run in progress has taken so far. Rendered with `data-elapsed-ms`, the page's
+ * script keeps it counting from there (the browser's clock, so a skewed one does not matter).
+ */
+export function elapsed(ms: number): string {
+  return `${duration(ms)} so far`;
+}
+
 /** Text cut to `max` characters, saying how much was left out. */
 export function clip(text: string, max: number): string {
   return text.length <= max

@@ -10,6 +10,7 @@ import { runIdParam } from '../bodies.ts';
 import { daemonRepos, readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
 import type { BatteryHub } from '../battery-hub.ts';
 import type { RunHub } from '../run-hub.ts';
+import { sseResponse } from '../sse.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
 import { BatteryIndex } from './battery-index.ts';
 import { batteriesPage, batteryPage } from './battery-pages.ts';
@@ -18,7 +19,8 @@ import type { SafeHtml } from './html.ts';
 import type { Nav } from './layout.ts';
 import { RunIndex, type RunQuery } from './run-index.ts';
 import { loginPage, problemPage, replayPage, runFragment, runPage } from './run-page.ts';
-import { LIST_STATUSES, runsPage } from './runs-page.ts';
+import { LIST_STATUSES, runRow, runsPage } from './runs-page.ts';
+import { RunListFeed } from './run-list-feed.ts';
 import { hasViewerCookie, viewerSetCookie } from './viewer-cookie.ts';
 
 /** What the viewer reads: the fabric's runlogs and config, the server's live runs, its token. */
@@ -59,6 +61,7 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
   const liveness = deps.liveness ?? new LocalProcessLiveness();
   const check = (): LivenessCheck => ({ liveness, now: new Date() });
   const index = new RunIndex(fabric.runLogStore, hub, check);
+  const feed = new RunListFeed(hub, index, fabric.runLogStore);
   const app = new Hono();
 
   const send = (c: Context, body: SafeHtml, status: 200 | 401 | 404 | 422 | 500 = 200) =>
@@ -114,6 +117,32 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
       const result = await index.page(query);
       const specialists = Object.keys(fabric.config.specialists).sort();
       return send(c, runsPage(result, query, { specialists, nav, now: new Date() }));
+    }),
+  );
+
+  // The runs list's changes (issue 20): each run that starts or moves on, as its rendered row.
+  app.get(
+    '/viewer/runs/events',
+    guarded(async () => {
+      let seq = 0;
+      return sseResponse<RunRowEvent>(
+        (send) =>
+          feed.subscribe((views) => {
+            const now = new Date();
+            for (const view of views) {
+              seq += 1;
+              send({
+                seq,
+                kind: 'run',
+                run_id: view.run_id,
+                status: view.status,
+                specialist: view.specialist ?? '',
+                row: runRow(view, now).text,
+              });
+            }
+          }),
+        () => false,
+      );
     }),
   );
 
@@ -194,6 +223,16 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
   });
 
   return app;
+}
+
+/** One frame of the runs list's stream: a run's row as the list renders it, and what the filters compare. */
+interface RunRowEvent {
+  readonly seq: number;
+  readonly kind: 'run';
+  readonly run_id: string;
+  readonly status: string;
+  readonly specialist: string;
+  readonly row: string;
 }
 
 function listQuery(c: Context): RunQuery {

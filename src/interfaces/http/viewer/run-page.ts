@@ -2,7 +2,7 @@ import type { Timeline } from '../../../application/replay-timeline.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import type { RunView } from '../run-view.ts';
 import { type SafeHtml, html } from './html.ts';
-import { type Nav, duration, page, statusBadge } from './layout.ts';
+import { type Nav, duration, elapsed, page, statusBadge } from './layout.ts';
 import { timelineItems } from './timeline.ts';
 
 /** `/runs/<id>`: the run's facts and links, and its timeline; live when the run goes on. */
@@ -51,9 +51,13 @@ function summary(view: RunView, live: boolean): SafeHtml {
 <dt>Task</dt><dd>${view.task ?? '—'}</dd>
 <dt>Specialist</dt><dd>${view.specialist ?? '—'}</dd>
 <dt>Model</dt><dd>${view.model ?? '—'} <span class="meta">${view.backend ?? ''}</span></dd>
-<dt>Steps</dt><dd>${view.steps}</dd>
-<dt>Tokens</dt><dd>${view.total_tokens}</dd>
-<dt>Duration</dt><dd>${view.ended_at === null ? (live ? 'running' : '—') : duration(took)}</dd>
+<dt>Steps</dt><dd id="run-steps">${view.steps}</dd>
+<dt>Tokens</dt><dd id="run-tokens">${view.total_tokens}${live ? ' so far' : ''}</dd>
+<dt>Duration</dt>${
+    view.ended_at !== null || !live || took === null
+      ? html`<dd id="run-duration">${view.ended_at === null ? '—' : duration(took)}</dd>`
+      : html`<dd id="run-duration" data-elapsed-ms="${String(took)}">${elapsed(took)}</dd>`
+  }
 ${view.error ? html`<dt>Error</dt><dd>${view.error.code}: ${view.error.message}</dd>` : ''}
 ${view.torn ? html`<dt>Runlog</dt><dd>its last line was cut short (a killed process)</dd>` : ''}
 </dl>

@@ -1,7 +1,7 @@
 import type { RunSummaryStatus } from '../../../application/run-summary.ts';
 import type { RunView } from '../run-view.ts';
 import { type SafeHtml, html } from './html.ts';
-import { type Nav, duration, page, statusBadge } from './layout.ts';
+import { type Nav, duration, elapsed, page, statusBadge } from './layout.ts';
 import type { RunPage, RunQuery } from './run-index.ts';
 
 /** The statuses a run can be listed with, in the order the filter offers them. */
@@ -27,18 +27,18 @@ export function runsPage(
 <label>Specialist <select name="specialist" id="filter-specialist">${option('', query.specialist, 'any')}${options.specialists.map((name) => option(name, query.specialist))}</select></label>
 <button type="submit">Filter</button>
 </form>`;
-  const rows = result.runs.map((run) => row(run, options.now));
-  const table =
-    result.runs.length === 0
-      ? html`<p class="notice">No runs${
-          query.status || query.specialist
-            ? ' match these filters'
-            : html` yet: start one with <code>fabric run</code> or <code>POST /v1/runs</code>`
-        }.</p>`
-      : html`<div class="table-wrap"><table>
-<caption class="meta">Newest first${query.before ? ' (older page)' : ''}. Keys: j/k move between runs, Enter opens one.</caption>
+  const rows = result.runs.map((run) => runRow(run, options.now));
+  const empty = result.runs.length === 0;
+  // The table is there even when empty, so the page's script can add the runs that start later.
+  const table = html`<p class="notice" id="runs-none"${empty ? '' : html` hidden`}>No runs${
+    query.status || query.specialist
+      ? ' match these filters'
+      : html` yet: start one with <code>fabric run</code> or <code>POST /v1/runs</code>`
+  }.</p>
+<div class="table-wrap" id="runs-list"${empty ? html` hidden` : ''} data-status="${query.status ?? ''}" data-specialist="${query.specialist ?? ''}" data-newest="${String(query.before === undefined)}"><table>
+<caption class="meta">Newest first${query.before ? ' (older page)' : ', updated live'}. Keys: j/k move between runs, Enter opens one.</caption>
 <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Specialist</th><th scope="col" class="wide">Model</th><th scope="col">Steps</th><th scope="col" class="wide">Duration</th><th scope="col" class="wide">Tokens</th></tr></thead>
-<tbody>${rows}</tbody>
+<tbody id="runs-rows">${rows}</tbody>
 </table></div>`;
   const filterParams = new URLSearchParams();
   if (query.status) filterParams.set('status', query.status);
@@ -52,18 +52,23 @@ export function runsPage(
   return page('Runs', html`<h1>Runs</h1>${filters}${table}${pager}`, { nav: options.nav, current: '/' });
 }
 
-function row(run: RunView, now: Date): SafeHtml {
+/** One run's row; the list's stream sends rows like it as runs start and go on. */
+export function runRow(run: RunView, now: Date): SafeHtml {
   const href = `/runs/${encodeURIComponent(run.run_id)}`;
   const started = run.started_at === null ? null : Date.parse(run.started_at);
   const ended = run.ended_at === null ? now.getTime() : Date.parse(run.ended_at);
   const took = started === null ? null : ended - started;
-  return html`<tr data-status="${run.status}" data-specialist="${run.specialist ?? ''}">
+  return html`<tr data-run-id="${run.run_id}" data-status="${run.status}" data-specialist="${run.specialist ?? ''}">
 <td><a class="run-link mono" href="${href}">${run.run_id}</a><span class="task" title="${run.task ?? ''}">${run.task ?? ''}</span></td>
 <td>${statusBadge(run.status)}</td>
 <td>${run.specialist ?? '—'}</td>
 <td class="wide">${run.model ?? '—'}</td>
 <td class="num">${run.steps}</td>
-<td class="num wide">${duration(took)}${run.ended_at === null && run.status === 'running' ? ' so far' : ''}</td>
+${
+  run.ended_at === null && run.status === 'running' && took !== null
+    ? html`<td class="num wide" data-elapsed-ms="${String(took)}">${elapsed(took)}</td>`
+    : html`<td class="num wide">${duration(took)}</td>`
+}
 <td class="num wide">${run.total_tokens}</td>
 </tr>`;
 }

@@ -2,6 +2,7 @@ import type { RunEvent } from '../../../domain/run-events.ts';
 import { diffStat } from '../../../domain/unified-diff.ts';
 import { type SafeHtml, html } from './html.ts';
 import { clip, duration, statusBadge } from './layout.ts';
+import { toolArguments } from './tool-arguments.ts';
 
 /** How much of one tool result or argument list a page shows; the runlog has all of it. */
 const SHOWN_CHARS = 8 * 1024;
@@ -69,11 +70,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         '',
-        html`<span class="kind">→ ${event.tool}</span> <span class="meta">${event.call_id}</span>${
-          event.arguments.trim() === '' || event.arguments.trim() === '{}'
-            ? ''
-            : html`<pre class="args">${clip(pretty(event.arguments), SHOWN_CHARS)}</pre>`
-        }`,
+        html`<span class="kind">→ ${event.tool}</span> <span class="meta">${event.call_id}</span>${toolArguments(event.arguments, SHOWN_CHARS)}`,
       );
     case 'tool_result':
       return li(
