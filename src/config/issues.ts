@@ -49,7 +49,9 @@ function expectedOf(issue: v.BaseIssue<unknown>): string {
   const requirement = (issue as { requirement?: unknown }).requirement;
   switch (issue.type) {
     case 'min_length':
-      return Array.isArray(issue.input) ? `a list of at least ${requirement} item(s)` : 'a non-empty string';
+      return Array.isArray(issue.input)
+        ? `a list of at least ${requirement} ${requirement === 1 ? 'item' : 'items'}`
+        : 'a non-empty string';
     case 'max_length':
       return `at most ${requirement} characters`;
     case 'min_value':

@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { ROOT } from '../support/fabric-cli.ts';
+import { testNodeBinary } from '../support/runtimes.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../support/scripts.ts';
 
@@ -179,16 +180,29 @@ describe('the snippets of the README and docs/packs.md', () => {
         expect(JSON.parse(run.stdout)).toMatchObject({ status: 'succeeded' });
         return;
       }
-      // An ES module (top-level await), as the docs say: `.mts`, whatever package.json says.
+      // An ES module (top-level await), as the docs say: `embed.mjs` on any Node; `embed.mts` as it
+      // is on Node 22.18+ and 24, through tsx on Node 20.
+      await writeFile(join(dir, 'snippet.mjs'), snippet.text);
       await writeFile(join(dir, 'snippet.mts'), snippet.text);
-      const url = await fakeServer(CONVERSION_SCRIPT);
-      const script = await execa(
-        process.execPath,
-        ['--import', join(ROOT, 'node_modules/tsx/dist/loader.mjs'), 'snippet.mts'],
-        { cwd: dir, env: env(url), extendEnv: false, reject: false },
-      );
-      expect(script.exitCode, script.stderr).toBe(0);
-      expect(script.stdout).toContain('succeeded');
+      const ways: [string, string[]][] = [
+        [process.execPath, ['snippet.mjs']],
+        [process.execPath, ['--import', join(ROOT, 'node_modules/tsx/dist/loader.mjs'), 'snippet.mts']],
+      ];
+      for (const line of ['22', '24'] as const) {
+        const binary = testNodeBinary(line);
+        if (binary !== undefined) ways.push([binary, ['snippet.mts']]);
+      }
+      for (const [binary, args] of ways) {
+        const url = await fakeServer(CONVERSION_SCRIPT);
+        const script = await execa(binary, args, {
+          cwd: dir,
+          env: env(url),
+          extendEnv: false,
+          reject: false,
+        });
+        expect(script.exitCode, `${binary} ${args.join(' ')}\n${script.stderr}`).toBe(0);
+        expect(script.stdout).toContain('succeeded');
+      }
     });
   }
 

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { appendFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/domain/run-result.ts';
 import { parseRunlog } from '../../src/infrastructure/runlog/parse-runlog.ts';
+import { compositorResponder } from '../support/battery-fakes.ts';
 import { DENO, ROOT } from '../support/fabric-cli.ts';
 import { type Runtime, userRuntimes } from '../support/runtimes.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
@@ -18,6 +19,13 @@ import { CONVERSION_SCRIPT } from '../support/scripts.ts';
 // dist/ first; the pack skips its prepack build so the test packs what the suite just tested.
 
 const MODEL = 'qwen/qwen3-coder-30b';
+/** git and the daemon commit as someone, whatever the machine's git config says. */
+const GIT_IDENTITY = {
+  GIT_AUTHOR_NAME: 'Fabric Test',
+  GIT_AUTHOR_EMAIL: 'fabric@example.invalid',
+  GIT_COMMITTER_NAME: 'Fabric Test',
+  GIT_COMMITTER_EMAIL: 'fabric@example.invalid',
+};
 let work: string;
 let prefix: string;
 let pkg: string;
@@ -80,10 +88,15 @@ describe('the packed and installed package', () => {
         OLLAMA_HOST: '127.0.0.1:9',
         NO_COLOR: '1',
       });
-      const fabric = (args: string[], url = 'http://127.0.0.1:9') =>
+      const fabric = (
+        args: string[],
+        url = 'http://127.0.0.1:9',
+        cwd = dir,
+        extra: Record<string, string> = {},
+      ) =>
         execa(bin(), [...prefixArgs(), ...args], {
-          cwd: dir,
-          env: env(url),
+          cwd,
+          env: { ...env(url), ...extra },
           extendEnv: false,
           reject: false,
           stdin: 'ignore',
@@ -190,6 +203,74 @@ describe('the packed and installed package', () => {
         await server.stop();
         server = undefined;
       });
+
+      // The README's walkthroughs, as written, from the example `fabric init --example` copies out
+      // of the installed package (a directory of the user's own: no fabric.yaml, so the shipped
+      // config, the embedded control plane included).
+      it('runs the README daemon walkthrough on the example compositor', async () => {
+        const walk = await mkdtemp(join(tmpdir(), `fabric-walk-${runtime.kind}-`));
+        try {
+          const init = await fabric(['init', '--example', 'compositor'], undefined, walk);
+          expect(init.exitCode, init.stderr).toBe(0);
+          server = await startFakeLlmServer({
+            flavor: 'lm_studio',
+            models: [{ id: MODEL, toolUse: true }],
+            respond: compositorResponder(() => false),
+          });
+          const repo = join(walk, 'compositor');
+          const git = (...args: string[]) => execa('git', args, { cwd: repo, env: GIT_IDENTITY });
+          await writeFile(join(repo, '.gitignore'), 'target/\n');
+          await git('init', '-q', '-b', 'main');
+          await git('add', '-A');
+          await git('commit', '-qm', 'compositor core and its OpenSpec change');
+          const daemon = await fabric(['daemon', '--once'], server.url, repo, {
+            LM_STUDIO_MODEL: MODEL,
+            ...GIT_IDENTITY,
+          });
+          expect(daemon.exitCode, daemon.stderr).toBe(0);
+          expect(daemon.stdout + daemon.stderr).toMatch(/add-region-queries 1\.1 committed/);
+          expect(daemon.stdout + daemon.stderr).toMatch(/add-region-queries 1\.2 committed/);
+          const tasks = await readFile(join(repo, 'openspec/changes/add-region-queries/tasks.md'), 'utf8');
+          expect(tasks).toContain('- [x] 1.1');
+          expect(tasks).toContain('- [x] 1.2');
+          expect((await git('log', '--oneline')).stdout.trim().split('\n')).toHaveLength(3);
+          const status = await fabric(['daemon', 'status', '--json'], server.url, repo);
+          expect(status.exitCode, status.stderr).toBe(0);
+          expect(JSON.parse(status.stdout)).toMatchObject({
+            changes: [{ id: 'add-region-queries', done: 2, pending: 0 }],
+          });
+        } finally {
+          await server?.stop();
+          server = undefined;
+          await rm(walk, { recursive: true, force: true });
+        }
+      }, 180_000);
+
+      it('runs the README battery walkthrough on the example compositor', async () => {
+        const walk = await mkdtemp(join(tmpdir(), `fabric-walk-${runtime.kind}-`));
+        try {
+          expect((await fabric(['init', '--example', 'compositor'], undefined, walk)).exitCode).toBe(0);
+          server = await startFakeLlmServer({
+            flavor: 'lm_studio',
+            models: [{ id: MODEL, toolUse: true }],
+            respond: compositorResponder(() => false),
+          });
+          const battery = await fabric(
+            ['battery', 'compositor-battery.yaml', '--report', 'battery.md'],
+            server.url,
+            walk,
+          );
+          expect(battery.exitCode, battery.stderr).toBe(0);
+          const report = await readFile(join(walk, 'battery.md'), 'utf8');
+          expect(report).toContain('region-contains');
+          expect(report).toContain('rect-center');
+          expect(report).toMatch(/2\/2|100 ?%/);
+        } finally {
+          await server?.stop();
+          server = undefined;
+          await rm(walk, { recursive: true, force: true });
+        }
+      }, 180_000);
 
       it('serves its specialists and runs over MCP on stdio', async () => {
         server = await startFakeLlmServer({

@@ -41,13 +41,22 @@ export function unitsResponder(
   };
 }
 
-/** The edits a scripted model makes for each task of `examples/compositor-battery.yaml`. */
+/**
+ * The edits a scripted model makes for each task of `examples/compositor-battery.yaml` and of the
+ * example's OpenSpec change (`add-region-queries`: contains_point, then len).
+ */
 const COMPOSITOR_EDITS: Record<string, { file: string; anchor: string; code: string; test: string }> = {
   'contains_point(': {
     file: 'src/region.rs',
     anchor: '    /// The bounding box of the whole region.\n',
     code: '    pub fn contains_point(&self, x: i32, y: i32) -> bool {\n        self.rects.iter().any(|rect| rect.contains(crate::geometry::Point { x, y }))\n    }\n\n',
     test: '    #[test]\n    fn contains_point_sees_its_rectangles() {\n        let region = Region::from_rect(Rect::new(0, 0, 10, 10));\n        assert!(region.contains_point(5, 5));\n        assert!(!region.contains_point(10, 5));\n    }\n\n',
+  },
+  'len()': {
+    file: 'src/region.rs',
+    anchor: '    /// The bounding box of the whole region.\n',
+    code: '    pub fn len(&self) -> usize {\n        self.rects.len()\n    }\n\n',
+    test: '    #[test]\n    fn len_counts_disjoint_rectangles() {\n        let mut region = Region::new();\n        region.add(Rect::new(0, 0, 2, 2));\n        region.add(Rect::new(10, 10, 2, 2));\n        assert_eq!(region.len(), 2);\n    }\n\n',
   },
   'center(': {
     file: 'src/geometry.rs',
@@ -66,7 +75,8 @@ export function compositorResponder(
   wrongTest: (model: string) => boolean,
 ): (request: { model: string; messages: readonly FakeChatMessage[] }) => ScriptedTurn {
   return ({ model, messages }) => {
-    const task = messages.find((m) => m.role === 'user')?.content ?? '';
+    // The task's first line: a daemon's task text goes on with the proposal and the tasks done.
+    const task = (messages.find((m) => m.role === 'user')?.content ?? '').split('\n')[0] ?? '';
     const edit = Object.entries(COMPOSITOR_EDITS).find(([needle]) => task.includes(needle))?.[1];
     const step = messages.filter((m) => m.role === 'tool').length;
     const usage = { prompt: 500 + messages.length * 50, completion: 40 };

@@ -101,7 +101,8 @@ describe('a run with MCP servers attached to the units pack by configuration', (
       ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'Anything'],
       { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
     );
-    expect(result.exitCode).toBe(1);
+    // pack_load_failed is a configuration error: exit 2 (docs/errors.md).
+    expect(result.exitCode).toBe(2);
     const run = JSON.parse(result.stdout) as RunResult;
     expect(run.status).toBe('failed');
     expect(run.error?.code).toBe('pack_load_failed');

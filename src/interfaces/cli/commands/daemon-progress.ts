@@ -13,7 +13,7 @@ const DIAGNOSTICS_LINES = 12;
 export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureShown = false): string | null {
   switch (event.event) {
     case 'daemon_start':
-      return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${event.max_attempts} attempts · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
+      return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${plural(event.max_attempts, 'attempt')} · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
     case 'change_unreadable':
       return s.red(`✗ change ${event.change} cannot be read: ${event.message}`);
     case 'task_start':
@@ -23,7 +23,7 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
     case 'validation':
       return event.ok
         ? s.green(
-            `  ✓ validated${event.tests_passed === null ? '' : ` (${event.tests_passed} tests passed)`}`,
+            `  ✓ validated${event.tests_passed === null ? '' : ` (${plural(event.tests_passed, 'test')} passed)`}`,
           )
         : s.red(
             `  ✗ validation failed: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
@@ -32,7 +32,7 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
     case 'task_done':
       return s.green(
-        `✓ ${event.task.change} ${event.task.id} committed ${event.task.commit?.slice(0, 10)} (${event.task.attempts} attempt(s), ${event.seconds}s, ${event.tokens} tokens)`,
+        `✓ ${event.task.change} ${event.task.id} committed ${event.task.commit?.slice(0, 10)} (${plural(event.task.attempts, 'attempt')}, ${event.seconds}s, ${plural(event.tokens, 'token')})`,
       );
     case 'task_blocked':
       return s.red(

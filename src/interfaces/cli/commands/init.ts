@@ -4,8 +4,10 @@ import { isMap, parseDocument } from 'yaml';
 import { FabricError } from '../../../domain/errors.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { initExample } from './init-example.ts';
 
 export const INIT_HELP = `Usage: fabric init [--pack NAME] [--force] [--json]
+       fabric init --example compositor [--json]
 
 Writes, in the working directory, a starter config (fabric.yaml) and a custom pack
 (NAME.pack.ts; default NAME: units, a unit converter to change into your own), ready to run:
@@ -22,6 +24,10 @@ With --pack NAME in a directory that already has a fabric.yaml, only the pack is
 is written and a NAME specialist is added to fabric.yaml, keeping its keys and comments
 (refused if fabric.yaml already has that specialist or NAME.pack.ts exists). --force writes both
 starter files anew, replacing fabric.yaml.
+
+With --example compositor, writes instead the example the README's walkthroughs use: ./compositor
+(a small Wayland compositor crate with an OpenSpec change, add-region-queries) and
+./compositor-battery.yaml (a battery of two tasks on it); no config. Refused if either exists.
 `;
 
 /** The example pack the package ships; the starter pack is a copy of it. */
@@ -31,6 +37,7 @@ const EXAMPLE_PACK = new URL('../../../../packs/example/pack.ts', import.meta.ur
 export async function initCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandArgs('init', argv, {
     pack: { type: 'string' },
+    example: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -41,6 +48,14 @@ export async function initCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   if (positionals.length > 0)
     throw new FabricError('usage', `fabric init takes no arguments (got "${positionals[0]}"). See --help.`);
+  if (values.example !== undefined) {
+    if (values.pack !== undefined || values.force)
+      throw new FabricError(
+        'usage',
+        '--example writes only the example: it takes neither --pack nor --force.',
+      );
+    return initExample(io, values.json === true, values.example);
+  }
   const name = values.pack ?? 'units';
   if (!/^[a-z][a-z0-9_-]{0,39}$/.test(name)) {
     throw new FabricError(

@@ -3,6 +3,7 @@ import { type CellResult, cellId } from '../../../application/battery/battery-ty
 import type { BatteryRecord } from './battery-index.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, clip, duration, page, refreshRegion } from './layout.ts';
+import { plural } from '../../../domain/words.ts';
 
 /** How often a running battery's page asks again: a cell ends every few seconds at best. */
 const REFRESH_MS = 2000;
@@ -126,7 +127,7 @@ function done(cell: CellResult, prefix: string): SafeHtml {
   const figures =
     cell.run_id === null
       ? ''
-      : `${cell.passed ? '' : `${cell.status} · `}${cell.steps} steps · ${cell.tokens} tokens · ${cell.seconds.toFixed(1)} s`;
+      : `${cell.passed ? '' : `${cell.status} · `}${plural(cell.steps, 'step')} · ${plural(cell.tokens, 'token')} · ${cell.seconds.toFixed(1)} s`;
   return html`<div class="cell ${cell.passed ? 'cell-pass' : 'cell-fail'}">${prefix}<span class="mark">${label}</span>
 ${cell.failed_check === null ? '' : html` <span class="check">${cell.failed_check}</span>`}
 ${figures ? html`<span class="meta figures">${figures}</span>` : ''}

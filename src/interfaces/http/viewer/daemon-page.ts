@@ -6,6 +6,7 @@ import type {
 import type { DaemonTaskStatus } from '../../../application/daemon/daemon-state.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, clip, duration, page, refreshRegion } from './layout.ts';
+import { plural } from '../../../domain/words.ts';
 
 /** A repository's daemon status, or why it could not be read (moved, openspec/ removed). */
 export type DaemonEntry = DaemonStatus | { readonly repo: string; readonly error: string };
@@ -49,7 +50,7 @@ function repository(status: DaemonStatus): SafeHtml {
 <dt>Daemon</dt><dd>${daemon.running ? `▶ running (pid ${daemon.pid ?? '?'})` : '■ not running'}${daemon.updated_at ? html` <span class="meta">state of ${daemon.updated_at}</span>` : ''}</dd>
 <dt>Backend</dt><dd class="backend-${backend.state}">${backend.state === 'up' ? '✓ up' : backend.state === 'down' ? '✗ down' : '? unknown'}${backend.failures > 0 ? ` · ${backend.failures} failures` : ''}${backend.backoff_s > 0 ? ` · backing off ${backend.backoff_s} s` : ''}${backend.last_ok ? html` <span class="meta">last ok ${backend.last_ok}</span>` : ''}</dd>
 ${backend.last_error ? html`<dt>Backend error</dt><dd>${clip(backend.last_error, 500)}</dd>` : ''}
-<dt>Attempts</dt><dd>${stats.attempts} · ${stats.succeeded} tasks succeeded</dd>
+<dt>Attempts</dt><dd>${stats.attempts} · ${plural(stats.succeeded, 'task')} succeeded</dd>
 <dt>Success rate</dt><dd>${percent(stats.success_rate)} of attempts · ${percent(stats.first_attempt_success_rate)} at the first attempt</dd>
 <dt>Per task</dt><dd>${stats.seconds_per_task === null ? '—' : duration(stats.seconds_per_task * 1000)} · ${stats.tokens_per_task === null ? '—' : `${Math.round(stats.tokens_per_task)} tokens`}</dd>
 </dl>
@@ -89,12 +90,12 @@ function taskRow(task: DaemonTaskView, figures: DaemonTaskFigures | undefined): 
 function figureText(figures: DaemonTaskFigures): string {
   const parts: string[] = [];
   if (figures.seconds !== null) parts.push(duration(figures.seconds * 1000));
-  parts.push(`${figures.tokens} tokens`);
+  parts.push(plural(figures.tokens, 'token'));
   if (figures.files_changed !== null)
     parts.push(`${figures.files_changed} ${figures.files_changed === 1 ? 'file' : 'files'}`);
   if (figures.lines_added !== null || figures.lines_removed !== null)
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
-  if (figures.tests_passed !== null) parts.push(`${figures.tests_passed} tests passed`);
+  if (figures.tests_passed !== null) parts.push(`${plural(figures.tests_passed, 'test')} passed`);
   const count = (n: number | null) => (n === null ? '—' : String(n));
   if (figures.clippy_before !== null || figures.clippy_after !== null)
     parts.push(`clippy warnings ${count(figures.clippy_before)} → ${count(figures.clippy_after)}`);

@@ -3,6 +3,7 @@ import { diffStat } from '../../../domain/unified-diff.ts';
 import { type SafeHtml, html } from './html.ts';
 import { clip, duration, statusBadge } from './layout.ts';
 import { toolArguments } from './tool-arguments.ts';
+import { plural } from '../../../domain/words.ts';
 
 /** How much of one tool result or argument list a page shows; the runlog has all of it. */
 const SHOWN_CHARS = 8 * 1024;
@@ -58,7 +59,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         'warn',
-        html`<span class="kind">Recovered ${event.tool_calls.length} tool call(s)</span> written as text (${event.format})`,
+        html`<span class="kind">Recovered ${plural(event.tool_calls.length, 'tool call')}</span> written as text (${event.format})`,
       );
     case 'text_fallback':
       return li(
@@ -108,7 +109,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         event.status === 'succeeded' ? 'good' : 'bad',
-        html`<span class="kind">Ended</span> ${statusBadge(event.status)} <span class="meta">after ${event.steps} step(s) · ${event.usage.total_tokens} tokens · ${duration(event.duration_ms)}</span>${
+        html`<span class="kind">Ended</span> ${statusBadge(event.status)} <span class="meta">after ${plural(event.steps, 'step')} · ${plural(event.usage.total_tokens, 'token')} · ${duration(event.duration_ms)}</span>${
           event.error ? html`<pre>${event.error.code}: ${event.error.message}</pre>` : ''
         }${event.payload ? html`<h2>Payload</h2><pre class="payload">${pretty(JSON.stringify(event.payload))}</pre>` : ''}`,
       );
