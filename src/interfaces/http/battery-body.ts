@@ -5,7 +5,7 @@
 import { isAbsolute, join } from 'node:path';
 import process from 'node:process';
 import * as v from 'valibot';
-import { type BatteryFile, parseBatteryFile } from '../../config/battery-file.ts';
+import { type BatteryFile, type KnownSpecialists, parseBatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { ApiError, type ApiIssue } from './api-error.ts';
 import { mismatch } from './bodies.ts';
@@ -36,11 +36,12 @@ export type StartBattery = v.InferOutput<typeof StartBatteryBody>;
  * The battery of a request, validated as `fabric battery` validates a file; its problems are a
  * 400 `invalid_request` whose issues name the field under `battery` (and the line of the text).
  */
-export function batteryOfBody(body: StartBattery): BatteryFile {
+export function batteryOfBody(body: StartBattery, specialists?: KnownSpecialists): BatteryFile {
   const base = body.base_dir ?? process.cwd();
   const text = typeof body.battery === 'string' ? body.battery : JSON.stringify(body.battery, null, 2);
-  // The battery's "file" sits in base_dir, so its relative paths resolve there.
-  return asIssues(() => parseBatteryFile(text, join(base, 'posted-battery.yaml')));
+  // The battery's "file" sits in base_dir, so its relative paths resolve there. With the config's
+  // specialists, an unknown one is reported with the file's other problems, not in a second round.
+  return asIssues(() => parseBatteryFile(text, join(base, 'posted-battery.yaml'), specialists));
 }
 
 /** Runs `work`, turning a battery file's `config_invalid` into a 400 with one issue per problem. */

@@ -47,7 +47,10 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
 
   app.post('/', async (c) => {
     const body = validateBody(StartBatteryBody, await readJson(c.req.raw));
-    const battery = batteryOfBody(body);
+    const battery = batteryOfBody(body, {
+      names: Object.keys(fabric.config.specialists),
+      source: fabric.config.source,
+    });
     const session = await BatterySession.open(fabric, {
       battery,
       models: body.models,

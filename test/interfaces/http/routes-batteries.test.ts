@@ -251,6 +251,23 @@ describe('POST /v1/batteries', () => {
     });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.issues?.[0]?.path).toBe('battery.specialist');
+    // All of a body's problems at once (issue 20): the specialist the config lacks beside a duplicate id.
+    const both = await post({
+      battery: {
+        name: 'x',
+        specialist: 'nobody',
+        tasks: [
+          { id: 'a', task: 'x' },
+          { id: 'a', task: 'y' },
+        ],
+      },
+      base_dir: s.sandbox.dir,
+    });
+    expect(both.status).toBe(400);
+    expect(both.body.error.issues?.map((issue) => issue.path).sort()).toEqual([
+      'battery.specialist',
+      'battery.tasks[1].id',
+    ]);
     const nowhere = await post({ battery: batteryYaml({ workspace: './missing' }), base_dir: s.sandbox.dir });
     expect(nowhere.status).toBe(400);
     expect(nowhere.body.error.issues?.[0]).toMatchObject({ path: 'battery.workspace' });
