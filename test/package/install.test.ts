@@ -13,6 +13,7 @@ import { DENO, ROOT } from '../support/fabric-cli.ts';
 import { type Runtime, userRuntimes } from '../support/runtimes.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../support/scripts.ts';
+import { listeningOn, runToEnd } from '../support/served.ts';
 
 // SPEC §14, as a new user meets it: the tarball `npm pack` makes, installed into an empty prefix,
 // used from an empty directory outside the repository, on Node and on Deno. `npm test` builds
@@ -171,35 +172,18 @@ describe('the packed and installed package', () => {
           reject: false,
           stdin: 'ignore',
         });
-        let stderr = '';
+        let output = () => '';
         try {
-          const url = await new Promise<string>((resolve, reject) => {
-            serve.stderr?.on('data', (chunk: Buffer) => {
-              stderr += chunk.toString();
-              const found = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
-              if (found) resolve(found);
-            });
-            serve.then(() => reject(new Error(`fabric serve exited early:\n${stderr}`)), reject);
-          });
+          const { url, stderr } = await listeningOn(serve);
+          output = stderr;
           for (let round = 0; round < 2; round++) {
-            const started = await fetch(`${url}/v1/runs`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km to miles' }),
-            });
-            expect(started.status, await started.clone().text()).toBe(202);
-            const { run_id } = (await started.json()) as { run_id: string };
-            let run: { status?: string; payload?: unknown } = {};
-            for (let poll = 0; poll < 200 && (run.status === undefined || run.status === 'running'); poll++) {
-              await new Promise((resolve) => setTimeout(resolve, 50));
-              run = (await (await fetch(`${url}/v1/runs/${run_id}`)).json()) as typeof run;
-            }
-            expect(run, stderr).toMatchObject({ status: 'succeeded', payload: { answer: '1.864114 mi' } });
+            const run = await runToEnd(url, { specialist: 'units', task: 'Convert 3 km to miles' });
+            expect(run, stderr()).toMatchObject({ status: 'succeeded', payload: { answer: '1.864114 mi' } });
           }
         } finally {
           serve.kill('SIGTERM');
         }
-        expect((await serve).exitCode, stderr).toBe(0);
+        expect((await serve).exitCode, output()).toBe(0);
         await server.stop();
         server = undefined;
       });

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EXAMPLE_PACK, ROOT, type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { listeningOn, runToEnd } from '../../support/served.ts';
 
 // Issue 20: a custom pack's module and the modules a run loads lazily (the built-in packs,
 // execa, the MCP SDK) are imported once per process. Once a TypeScript pack has registered module
@@ -84,16 +85,10 @@ describe('what a server imports for its runs', () => {
         reject: false,
       },
     );
-    let stderr = '';
+    let output = () => '';
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        serve.stderr?.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString();
-          const found = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
-          if (found) resolve(found);
-        });
-        serve.then(() => reject(new Error(`fabric serve exited early:\n${stderr}`)), reject);
-      });
+      const { url, stderr } = await listeningOn(serve);
+      output = stderr;
       // One run at a time: the scripted server answers in order.
       for (const body of [
         { specialist: 'units', task: 'Convert 3 km to miles' },
@@ -102,25 +97,13 @@ describe('what a server imports for its runs', () => {
         { specialist: 'rust', task: 'Check it compiles', workspace: crate },
         { specialist: 'units', task: 'Convert 3 km to miles' },
       ]) {
-        const started = await fetch(`${url}/v1/runs`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-        expect(started.status, await started.clone().text()).toBe(202);
-        const { run_id } = (await started.json()) as { run_id: string };
-        let run: { status?: string } = {};
-        for (let poll = 0; poll < 600 && (run.status === undefined || run.status === 'running'); poll++) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          run = (await (await fetch(`${url}/v1/runs/${run_id}`)).json()) as typeof run;
-        }
-        expect(run.status, stderr).toBe('succeeded');
+        expect((await runToEnd(url, body)).status, stderr()).toBe('succeeded');
       }
     } finally {
       serve.kill('SIGTERM');
     }
     await serve;
-    const resolved = [...stderr.matchAll(/^resolve (.+)$/gm)].map((match) => match[1] ?? '');
+    const resolved = [...output().matchAll(/^resolve (.+)$/gm)].map((match) => match[1] ?? '');
     const count = (test: (specifier: string) => boolean) => resolved.filter(test).length;
     // The hooks saw the runs' dynamic imports (builtin-packs.ts imports the rust pack by this specifier), each once.
     expect(

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { listeningOn } from '../../support/served.ts';
 import { eventsOf, postJson, readSse } from './http-harness.ts';
 
 describe('fabric serve under Deno 2', () => {
@@ -26,15 +27,7 @@ describe('fabric serve under Deno 2', () => {
       cwd: sandbox.dir,
       runtime: 'deno',
     });
-    let stderr = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stderr?.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-        const found = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
-        if (found) resolve(found);
-      });
-      child.then(() => reject(new Error(`fabric serve exited early:\n${stderr}`)), reject);
-    });
+    const { url } = await listeningOn(child);
     try {
       const started = await postJson(`${url}/v1/runs`, {
         specialist: 'units',
