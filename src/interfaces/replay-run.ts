@@ -14,7 +14,7 @@ import { FabricError } from '../domain/errors.ts';
 import type { RunEvent } from '../domain/run-events.ts';
 import type { RunStatus } from '../domain/run-result.ts';
 import { MemoryRunLogStore } from '../infrastructure/runlog/memory-run-log-store.ts';
-import { systemClock } from '../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../infrastructure/clock.ts';
 import type { Fabric } from './compose.ts';
 import { FABRIC_VERSION } from './version.ts';
 

@@ -20,7 +20,7 @@ import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
 import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
-import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../infrastructure/clock.ts';
 import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
 import type { Fabric } from '../compose.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';

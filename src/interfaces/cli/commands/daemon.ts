@@ -10,7 +10,7 @@ import { didYouMean } from '../../../domain/words.ts';
 import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
 import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
-import { systemClock } from '../../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../../infrastructure/clock.ts';
 import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
 import { createFabric } from '../../compose.ts';
 import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
