@@ -25,7 +25,8 @@ import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.t
 import type { Fabric } from '../compose.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
 import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
-import { batteryWorkspace, checkBattery, specialistSandbox } from './check-battery.ts';
+import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
+import { batteryWorkspace, checkBattery } from './check-battery.ts';
 
 /** Cells queued at once by default with `queue: postgres` (the workers decide how many run). */
 const QUEUED_CELLS_AT_ONCE = 1000;
