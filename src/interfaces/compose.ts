@@ -29,7 +29,7 @@ import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
-import { systemClock } from '../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../infrastructure/clock.ts';
 import { FABRIC_VERSION } from './version.ts';
 
 /** This process, as the owner of the runs it makes. */

@@ -5,7 +5,7 @@
  */
 import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join, relative } from 'node:path';
+import { basename, join } from 'node:path';
 import { type ReplayComparison, compareReplay, replayNormalizer } from '../application/compare-replay.ts';
 import { executeTask } from '../application/execute-task.ts';
 import type { RunLogContents, RunObserver } from '../application/ports.ts';
@@ -14,7 +14,8 @@ import { FabricError } from '../domain/errors.ts';
 import type { RunEvent } from '../domain/run-events.ts';
 import type { RunStatus } from '../domain/run-result.ts';
 import { MemoryRunLogStore } from '../infrastructure/runlog/memory-run-log-store.ts';
-import { systemClock } from '../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../infrastructure/clock.ts';
+import { isLeftOut } from '../infrastructure/workspace/left-out.ts';
 import type { Fabric } from './compose.ts';
 import { FABRIC_VERSION } from './version.ts';
 
@@ -91,7 +92,7 @@ export async function replayExecute(
   }
 }
 
-/** Copies everything but `target/` into a new temp directory, under the workspace's own name. */
+/** Copies the workspace, `.git/` and the runs directory included, into a new temp directory under its own name. */
 async function copyWorkspace(source: string): Promise<{ dir: string; workspace: string }> {
   const info = await stat(source).catch(() => undefined);
   if (!info?.isDirectory())
@@ -101,7 +102,7 @@ async function copyWorkspace(source: string): Promise<{ dir: string; workspace: 
   await cp(source, workspace, {
     recursive: true,
     verbatimSymlinks: true,
-    filter: (path) => relative(source, path) !== 'target',
+    filter: (path) => !isLeftOut(source, path, { keepGit: true }),
   });
   return { dir, workspace };
 }

@@ -11,7 +11,7 @@ import { SpecialistSchema } from '../../src/config/schema.ts';
 import type { RunEvent } from '../../src/domain/run-events.ts';
 import { MemoryRunLogStore } from '../../src/infrastructure/runlog/memory-run-log-store.ts';
 import { LocalProcessLiveness } from '../../src/infrastructure/runlog/process-liveness.ts';
-import { systemClock } from '../../src/infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../src/infrastructure/clock.ts';
 import { buildPack } from '../../packs/example/pack.ts';
 
 const FINISH: RunEvent[] = [

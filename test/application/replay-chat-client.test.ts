@@ -7,7 +7,7 @@ import { SpecialistSchema } from '../../src/config/schema.ts';
 import { FabricError } from '../../src/domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../src/domain/run-events.ts';
 import { MemoryRunLogStore } from '../../src/infrastructure/runlog/memory-run-log-store.ts';
-import { systemClock } from '../../src/infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../src/infrastructure/clock.ts';
 import { buildPack } from '../../packs/example/pack.ts';
 
 function stamp(inputs: readonly RunEventInput[]): RunEvent[] {

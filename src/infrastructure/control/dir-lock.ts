@@ -1,6 +1,8 @@
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { kill, pid } from 'node:process';
+import { pid } from 'node:process';
+import { releasePidFile, takePidFile } from '../process/pid-file.ts';
+import { pidState } from '../process/process-liveness.ts';
 
 /** Thrown when another live process (or this one) holds the lock. */
 export class LockHeldError extends Error {
@@ -37,31 +39,14 @@ export function heldByAnotherProcess(error: unknown): boolean {
  */
 export async function acquireLock(path: string): Promise<() => Promise<void>> {
   await mkdir(dirname(path), { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt += 1) {
-    try {
-      const handle = await open(path, 'wx');
-      await handle.writeFile(String(pid));
-      await handle.close();
-      return async () => {
-        await unlink(path).catch(() => {});
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) throw new LockHeldError(path, holder);
-    await unlink(path).catch(() => {});
-  }
-  throw new LockHeldError(path, 0);
+  const attempt = await takePidFile(path, String(pid), { attempts: 2, holder: liveHolder });
+  if (attempt.taken) return () => releasePidFile(path);
+  throw new LockHeldError(path, attempt.holder ?? 0);
 }
 
-function isAlive(processId: number): boolean {
-  if (processId === pid) return true;
-  try {
-    kill(processId, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/** The pid in the lock while that process lives (this one included); `undefined` when stale. */
+function liveHolder(text: string): number | undefined {
+  const holder = Number.parseInt(text, 10);
+  if (!Number.isInteger(holder) || holder <= 0) return undefined;
+  return holder === pid || pidState(holder) === 'alive' ? holder : undefined;
 }

@@ -1,7 +1,8 @@
-import { open, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import process from 'node:process';
 import { FabricError } from '../../domain/errors.ts';
+import { pidState } from '../process/process-liveness.ts';
+import { releasePidFile, takePidFile } from '../process/pid-file.ts';
 
 /**
  * Takes a lock file (created exclusively, holding pid and host). A lock left by a process that
@@ -9,28 +10,23 @@ import { FabricError } from '../../domain/errors.ts';
  */
 export async function acquireLock(path: string, what: string): Promise<() => Promise<void>> {
   const me = JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() });
-  for (let tries = 0; tries < 3; tries += 1) {
-    try {
-      const handle = await open(path, 'wx');
-      await handle.writeFile(me);
-      await handle.close();
-      return async () => {
-        // Only our own lock is removed.
-        if ((await readFile(path, 'utf8').catch(() => '')) === me) await rm(path, { force: true });
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = parseHolder(await readFile(path, 'utf8').catch(() => ''));
-    if (holder !== null && (holder.host !== hostname() || isRunning(holder.pid))) {
-      throw new FabricError(
-        'usage',
-        `Another daemon (pid ${holder.pid} on ${holder.host}) is working on ${what}; one daemon per repository. Stop it first, or remove ${path} if it is gone.`,
-      );
-    }
-    await rm(path, { force: true });
-  }
-  throw new FabricError('usage', `Could not take the daemon lock ${path}; try again.`);
+  const attempt = await takePidFile(path, me, { attempts: 3, holder: liveHolder });
+  // Only our own lock is removed.
+  if (attempt.taken) return () => releasePidFile(path, me);
+  const holder = attempt.holder;
+  if (holder === undefined)
+    throw new FabricError('usage', `Could not take the daemon lock ${path}; try again.`);
+  throw new FabricError(
+    'usage',
+    `Another daemon (pid ${holder.pid} on ${holder.host}) is working on ${what}; one daemon per repository. Stop it first, or remove ${path} if it is gone.`,
+  );
+}
+
+/** The lock's holder while it may be running: on another host, or a live pid on this one. */
+function liveHolder(text: string): { pid: number; host: string } | undefined {
+  const holder = parseHolder(text);
+  if (holder === null) return undefined;
+  return holder.host !== hostname() || pidState(holder.pid) === 'alive' ? holder : undefined;
 }
 
 function parseHolder(text: string): { pid: number; host: string } | null {
@@ -41,14 +37,5 @@ function parseHolder(text: string): { pid: number; host: string } | null {
       : null;
   } catch {
     return null;
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

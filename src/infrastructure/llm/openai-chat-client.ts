@@ -17,7 +17,8 @@ import type {
 } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RetryPolicy } from './backoff.ts';
-import { type ChatTransport, type TransportResponse, defaultTransport } from './chat-transport.ts';
+import type { ChatTransport, TransportResponse } from './chat-transport.ts';
+import { defaultTransport } from './runtime-transport.ts';
 import { classifyFault } from './classify-error.ts';
 import { NotAStreamError } from './not-a-stream-error.ts';
 import { withRetries } from './retry-loop.ts';

@@ -7,7 +7,8 @@ import type { Clock, RunLog, RunLogContents, RunLogStore } from '../../applicati
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
 import { parseRunlog } from './parse-runlog.ts';
-import { stampEvent, systemClock } from './stamp.ts';
+import { systemClock } from '../clock.ts';
+import { stampEvent } from './stamp.ts';
 
 export const RUNLOG_FILE = 'runlog.jsonl';
 

@@ -1,7 +1,8 @@
 import type { Clock, RunLog, RunLogContents, RunLogStore } from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
-import { stampEvent, systemClock } from './stamp.ts';
+import { systemClock } from '../clock.ts';
+import { stampEvent } from './stamp.ts';
 
 /** Runlogs kept in memory: for tests and for callers that do not want files. */
 export class MemoryRunLogStore implements RunLogStore {

@@ -1,6 +1,6 @@
 import { hostname, uptime } from 'node:os';
-import { kill } from 'node:process';
 import type { ProcessLiveness, RunOwner } from '../../application/process-liveness.ts';
+import { pidState } from '../process/process-liveness.ts';
 
 /**
  * How much earlier than the computed boot time a run must have started to count as started
@@ -15,10 +15,9 @@ export interface LocalProcessLivenessOptions {
 }
 
 /**
- * Checks a run's owner on this machine: signal 0 tells whether the pid exists without touching
- * it (EPERM: it exists, under another user). An owner on another host cannot be checked from
- * here: `'unknown'`. A run that started before this machine last booted is gone whatever now
- * holds its pid.
+ * Checks a run's owner on this machine by its pid (`pidState`). An owner on another host cannot
+ * be checked from here: `'unknown'`. A run that started before this machine last booted is gone
+ * whatever now holds its pid.
  */
 export class LocalProcessLiveness implements ProcessLiveness {
   readonly host: string;
@@ -34,15 +33,8 @@ export class LocalProcessLiveness implements ProcessLiveness {
     // 0 and negative pids address process groups, not a process.
     if (!Number.isInteger(owner.pid) || owner.pid <= 0) return 'unknown';
     if (startedAt.getTime() < this.#bootedAt - BOOT_SLACK_MS) return false;
-    try {
-      kill(owner.pid, 0);
-      return true;
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === 'ESRCH') return false;
-      if (code === 'EPERM') return true;
-      // A runtime that cannot send signal 0 cannot tell.
-      return 'unknown';
-    }
+    const state = pidState(owner.pid);
+    // A runtime that cannot send signal 0 cannot tell.
+    return state === 'unknown' ? 'unknown' : state === 'alive';
   }
 }

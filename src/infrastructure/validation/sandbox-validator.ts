@@ -1,14 +1,12 @@
 import { realpath } from 'node:fs/promises';
-import * as v from 'valibot';
 import type {
   ClippyCount,
   ClippyCounter,
   ValidationReport,
   Validator,
 } from '../../application/daemon/daemon-ports.ts';
-import { type SandboxConfig, SandboxSchema } from '../../config/schema.ts';
+import type { SandboxConfig } from '../../config/schema.ts';
 import { errorMessage, FabricError } from '../../domain/errors.ts';
-import { DEFAULT_RUST_COMMANDS } from '../packs/rust/rust-pack.ts';
 import { splitCommand } from '../sandbox/argv.ts';
 import { checkCommand, parseAllowlist } from '../sandbox/command-policy.ts';
 import { type CommandResult, CommandSandbox } from '../sandbox/command-sandbox.ts';
@@ -26,8 +24,8 @@ export interface SandboxValidatorOptions {
   readonly repo: string;
   /** The validation commands, e.g. `cargo build`, `cargo test`. */
   readonly commands: readonly string[];
-  /** The specialist's sandbox (its allowlist applies to the validation commands too). */
-  readonly sandbox: SandboxConfig | undefined;
+  /** The specialist's sandbox, as `specialistSandbox` gives it (its allowlist applies to the validation commands too). */
+  readonly sandbox: SandboxConfig;
   /** The specialist's pack options (`bwrap_path`, `cargo_home`, `rustup_home`). */
   readonly options?: Readonly<Record<string, unknown>>;
   readonly runsDir: string;
@@ -57,10 +55,7 @@ export class SandboxValidator implements Validator, ClippyCounter {
 
   /** Builds the validator; a command the sandbox would refuse is a `usage` error now, not at the first task. */
   static async create(options: SandboxValidatorOptions): Promise<SandboxValidator> {
-    const config = options.sandbox ?? {
-      ...v.parse(SandboxSchema, {}),
-      allowed_commands: DEFAULT_RUST_COMMANDS,
-    };
+    const config = options.sandbox;
     const root = await realpath(options.repo);
     const allowed = parseAllowlist(config.allowed_commands);
     if (options.commands.length === 0) {

@@ -4,8 +4,8 @@
  *
  * The format is ours and small on purpose (no dependency for ~100 lines): gzip over a sequence
  * of entries, each a JSON header line (`p` path, `t` f|d|l, `m` mode, `s` size, `l` link target)
- * followed by `s` bytes of content. What is left out matches the cells' copies (workspace-copy.ts):
- * `.git/` anywhere, `target/` at the root, and the runs directory.
+ * followed by `s` bytes of content. What is left out is what the cells' copies leave out
+ * (left-out.ts): `.git/` anywhere, `target/` at the root, and the runs directory.
  */
 import { lstat, mkdir, readdir, readFile, readlink, realpath, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,9 +13,9 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { FabricError } from '../../domain/errors.ts';
 import { isInside } from '../sandbox/is-inside.ts';
+import { isLeftOut, realLeaveOut } from './left-out.ts';
 
 const MAGIC = 'fabric-archive 1\n';
-const LEFT_OUT_AT_ROOT = new Set(['target', '.git']);
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
@@ -45,7 +45,7 @@ export async function packWorkspace(
   leaveOut: readonly string[] = [],
 ): Promise<Uint8Array> {
   const root = await realpath(source);
-  const out = await Promise.all(leaveOut.map((p) => realpath(p).catch(() => path.resolve(p))));
+  const paths = await realLeaveOut(leaveOut);
   const chunks: Buffer[] = [Buffer.from(MAGIC)];
   let total = 0;
   const add = (header: EntryHeader, content?: Buffer) => {
@@ -57,8 +57,7 @@ export async function packWorkspace(
     for (const name of names) {
       const full = path.join(dir, name);
       const relative = path.relative(root, full);
-      if (name === '.git' || (dir === root && LEFT_OUT_AT_ROOT.has(name))) continue;
-      if (out.some((o) => full === o || isInside(o, full))) continue;
+      if (isLeftOut(root, full, { paths })) continue;
       const stat = await lstat(full);
       const p = relative.split(path.sep).join('/');
       if (stat.isSymbolicLink()) add({ p, t: 'l', m: 0, s: 0, l: await readlink(full) });

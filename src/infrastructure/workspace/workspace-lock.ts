@@ -6,12 +6,14 @@
  * holding the owner's pid, host and run id. A lock whose process is gone is taken over.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, realpath, unlink } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
-import { kill, pid } from 'node:process';
+import { pid } from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FabricError } from '../../domain/errors.ts';
+import { releasePidFile, takePidFile } from '../process/pid-file.ts';
+import { pidState } from '../process/process-liveness.ts';
 
 /** Who holds a workspace. */
 export interface WorkspaceHolder {
@@ -91,14 +93,13 @@ export async function lockWorkspace(
     // Across processes: the lock file.
     await mkdir(path.dirname(file), { recursive: true });
     for (;;) {
-      if (await tryCreate(file, holder)) break;
-      const other = await readHolder(file);
-      if (other === undefined || isGone(other)) {
-        await unlink(file).catch(() => {});
-        continue;
-      }
-      if (!options.wait) throw busy(real, other);
-      tell(other);
+      const attempt = await takePidFile(file, JSON.stringify(holder), {
+        attempts: Number.POSITIVE_INFINITY,
+        holder: liveHolder,
+      });
+      if (attempt.taken) break;
+      if (!options.wait) throw busy(real, attempt.holder);
+      tell(attempt.holder);
       await abortable(sleep(options.pollMs ?? 250), options.signal, real);
     }
     slot.holder = holder;
@@ -113,30 +114,21 @@ export async function lockWorkspace(
       if (released) return;
       released = true;
       slot.holder = undefined;
-      await unlink(file).catch(() => {});
+      await releasePidFile(file);
       leave();
     },
   };
 }
 
-async function tryCreate(file: string, holder: WorkspaceHolder): Promise<boolean> {
-  try {
-    const handle = await open(file, 'wx');
-    try {
-      await handle.writeFile(JSON.stringify(holder));
-    } finally {
-      await handle.close();
-    }
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
+/** The holder the lock file names, unless its process is gone; `undefined` when it is stale. */
+function liveHolder(text: string): WorkspaceHolder | undefined {
+  const holder = readHolder(text);
+  return holder === undefined || isGone(holder) ? undefined : holder;
 }
 
-async function readHolder(file: string): Promise<WorkspaceHolder | undefined> {
+function readHolder(text: string): WorkspaceHolder | undefined {
   try {
-    const value = JSON.parse(await readFile(file, 'utf8')) as Partial<WorkspaceHolder>;
+    const value = JSON.parse(text) as Partial<WorkspaceHolder>;
     if (typeof value.pid !== 'number' || typeof value.host !== 'string') return undefined;
     return {
       run_id: String(value.run_id ?? '?'),
@@ -153,12 +145,7 @@ async function readHolder(file: string): Promise<WorkspaceHolder | undefined> {
 /** A holder on this host whose process no longer exists. */
 function isGone(holder: WorkspaceHolder): boolean {
   if (holder.host !== hostname() || holder.pid === pid) return false;
-  try {
-    kill(holder.pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return pidState(holder.pid) === 'gone';
 }
 
 function busy(workspace: string, holder: WorkspaceHolder | undefined): FabricError {

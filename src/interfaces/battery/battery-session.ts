@@ -20,12 +20,13 @@ import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
 import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
-import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../infrastructure/clock.ts';
 import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
 import type { Fabric } from '../compose.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
 import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
-import { batteryWorkspace, checkBattery, specialistSandbox } from './check-battery.ts';
+import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
+import { batteryWorkspace, checkBattery } from './check-battery.ts';
 
 /** Cells queued at once by default with `queue: postgres` (the workers decide how many run). */
 const QUEUED_CELLS_AT_ONCE = 1000;

@@ -4,23 +4,12 @@
  * Any problem is `config_invalid` naming the field and its line (exit 2).
  */
 import { stat } from 'node:fs/promises';
-import * as v from 'valibot';
 import { type BatteryFile, batteryProblems } from '../../config/battery-file.ts';
 import type { FabricConfig } from '../../config/load.ts';
-import { type SandboxConfig, SandboxSchema, type SpecialistConfig } from '../../config/schema.ts';
 import { ToolError } from '../../domain/errors.ts';
-import { DEFAULT_RUST_COMMANDS } from '../../infrastructure/packs/rust/rust-pack.ts';
+import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
 import { splitCommand } from '../../infrastructure/sandbox/argv.ts';
 import { checkCommand, parseAllowlist } from '../../infrastructure/sandbox/command-policy.ts';
-
-/** The sandbox a specialist's commands run in: its own, or the rust pack's defaults for `builtin:rust`. */
-export function specialistSandbox(config: SpecialistConfig): SandboxConfig {
-  if (config.sandbox !== undefined) return config.sandbox;
-  const defaults = v.parse(SandboxSchema, {});
-  return config.builder === 'builtin:rust'
-    ? { ...defaults, allowed_commands: DEFAULT_RUST_COMMANDS }
-    : defaults;
-}
 
 /** The workspace the battery's cells copy: the file's, else the specialist's. */
 export function batteryWorkspace(battery: BatteryFile, config: FabricConfig): string | undefined {

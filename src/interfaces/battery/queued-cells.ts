@@ -14,7 +14,7 @@ import type { ControlReader } from '../../application/control-ports.ts';
 import { newRunId } from '../../application/run-id.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
-import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../infrastructure/clock.ts';
 import { packWorkspace } from '../../infrastructure/workspace/workspace-archive.ts';
 import type { Fabric } from '../compose.ts';
 

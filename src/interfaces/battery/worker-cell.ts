@@ -11,7 +11,7 @@ import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
 import { type ArchiveCache, ArchiveWorkspaces } from '../../infrastructure/workspace/archive-workspaces.ts';
 import type { Fabric } from '../compose.ts';
-import { specialistSandbox } from './check-battery.ts';
+import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
 
 const NO_WORKSPACE: CellWorkspaces = {
   prepare: () => Promise.reject(new Error('the battery has no workspace')),

@@ -1,10 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import process from 'node:process';
 import { buildStatus, type DaemonStatus } from '../../application/daemon/daemon-status.ts';
 import { daemonStatesDir, StateFile } from '../../infrastructure/daemon/state-file.ts';
 import { OpenSpecFiles } from '../../infrastructure/openspec/openspec-files.ts';
+import { pidState } from '../../infrastructure/process/process-liveness.ts';
 
 /**
  * The daemon's status for a repository, from its checklists and the state file under the runs
@@ -13,17 +13,8 @@ import { OpenSpecFiles } from '../../infrastructure/openspec/openspec-files.ts';
 export async function readDaemonStatus(repo: string, runsDir: string): Promise<DaemonStatus> {
   const state = await new StateFile(runsDir, repo).load();
   const scan = await new OpenSpecFiles(repo).scan();
-  const running = state?.pid != null && state.host === hostname() && isAlive(state.pid);
+  const running = state?.pid != null && state.host === hostname() && pidState(state.pid) === 'alive';
   return buildStatus(repo, scan, state, running);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The repositories a daemon has worked on, from the state files under the runs directory. */

@@ -2,7 +2,7 @@ import type { RunObserver } from '../../application/ports.ts';
 import { newRunId } from '../../application/run-id.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
-import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../infrastructure/clock.ts';
 import type { Fabric, RunRequest } from '../compose.ts';
 
 /** A run in progress in this server: its events so far, who follows them, and how to stop it. */

@@ -2,7 +2,8 @@ import { APIConnectionTimeoutError, type APIError, BadRequestError } from 'opena
 import { describe, expect, it } from 'vitest';
 import type { ChatStreamEvent } from '../../../src/application/ports.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
-import { type ChatTransport, fetchTransport } from '../../../src/infrastructure/llm/chat-transport.ts';
+import type { ChatTransport } from '../../../src/infrastructure/llm/chat-transport.ts';
+import { fetchTransport } from '../../../src/infrastructure/llm/fetch-transport.ts';
 import { nodeHttpTransport } from '../../../src/infrastructure/llm/node-http-transport.ts';
 import {
   OpenAiChatClient,

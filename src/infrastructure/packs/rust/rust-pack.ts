@@ -6,7 +6,6 @@ import type {
   PackBuildContext,
   SpecialistPack,
 } from '../../../application/ports.ts';
-import { type SandboxConfig, SandboxSchema } from '../../../config/schema.ts';
 import { errorMessage, FabricError } from '../../../domain/errors.ts';
 import { CommandSandbox } from '../../sandbox/command-sandbox.ts';
 import { PathScope } from '../../sandbox/path-scope.ts';
@@ -15,16 +14,8 @@ import { defineFinish } from '../define-tool.ts';
 import { cargoCheck } from './cargo-check.ts';
 import { commandTools } from './command-tools.ts';
 import { fileTools } from './file-tools.ts';
+import { rustSandbox } from './rust-sandbox.ts';
 import { loadRustSystemPrompt } from './system-prompt.ts';
-
-/** The commands `shell` may run when the specialist configures no sandbox at all. */
-export const DEFAULT_RUST_COMMANDS = [
-  'cargo check',
-  'cargo build',
-  'cargo test',
-  'cargo clippy',
-  'cargo fmt',
-];
 
 /** Pack-specific `options`: where bubblewrap and the toolchain are, when not in the usual places. */
 const RustOptionsSchema = v.object({
@@ -47,10 +38,7 @@ const RustFinishSchema = v.object({
  */
 export const buildRustPack: PackBuilder = async (context) => {
   const root = await requireWorkspace(context);
-  const sandboxConfig: SandboxConfig = context.config.sandbox ?? {
-    ...v.parse(SandboxSchema, {}),
-    allowed_commands: DEFAULT_RUST_COMMANDS,
-  };
+  const sandboxConfig = rustSandbox(context.config.sandbox);
   const options = v.safeParse(RustOptionsSchema, context.config.options);
   if (!options.success) {
     throw new FabricError(

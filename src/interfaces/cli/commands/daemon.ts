@@ -10,7 +10,8 @@ import { didYouMean } from '../../../domain/words.ts';
 import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
 import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
-import { systemClock } from '../../../infrastructure/runlog/stamp.ts';
+import { specialistSandbox } from '../../../infrastructure/packs/rust/rust-sandbox.ts';
+import { systemClock } from '../../../infrastructure/clock.ts';
 import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
 import { createFabric } from '../../compose.ts';
 import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
@@ -100,7 +101,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   const validator = await SandboxValidator.create({
     repo,
     commands: config.daemon.validate,
-    sandbox: specialistConfig.sandbox,
+    sandbox: specialistSandbox(specialistConfig),
     options: specialistConfig.options,
     runsDir: config.runs_dir,
     configFile: config.source,

@@ -7,7 +7,7 @@ import type { RunView } from '../../../../src/interfaces/http/run-view.ts';
 import { RunIndex } from '../../../../src/interfaces/http/viewer/run-index.ts';
 import { RunListFeed } from '../../../../src/interfaces/http/viewer/run-list-feed.ts';
 import { LocalProcessLiveness } from '../../../../src/infrastructure/runlog/process-liveness.ts';
-import { systemClock } from '../../../../src/infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../../../src/infrastructure/clock.ts';
 import { type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import { until } from '../../../support/until.ts';
 import { makeFabric } from '../http-harness.ts';
