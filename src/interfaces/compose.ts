@@ -91,6 +91,8 @@ export interface RunReadModelOptions {
    * while runs are queued for workers (`queue`, the HTTP API: issue 17). Default `always`.
    */
   readonly control?: 'always' | 'queue' | 'never';
+  /** A control row still `running` stands until its run_end or the reaper (the HTTP API, issue 17). */
+  readonly controlRowDecides?: boolean;
   /** Tells whether a run's process still exists; default: this machine's. */
   readonly liveness?: ProcessLiveness | undefined;
   /** How many ended runs' records to keep between calls (the viewer's paging); default none. */
@@ -204,6 +206,7 @@ export class Fabric {
       live: options.live,
       control,
       check: () => ({ liveness, now: new Date() }),
+      controlRowDecides: options.controlRowDecides,
       cacheEnded: options.cacheEnded,
     });
   }

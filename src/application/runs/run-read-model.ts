@@ -45,6 +45,11 @@ export interface RunReadModelDeps {
   /** Asked for a run with no runlog here (`show`), and for the newest runs (`list`) when it can list. */
   readonly control?: ControlSource<ControlRunLookup | ControlRunListing> | undefined;
   readonly check: () => LivenessCheck;
+  /**
+   * A control row still `running` stays running until its `run_end` is mirrored or the reaper
+   * marks it (see `recordFromControl`), instead of being judged by its owner's liveness.
+   */
+  readonly controlRowDecides?: boolean | undefined;
   /** How many ended runs' records to keep, so paging does not re-read their runlogs; 0: none. */
   readonly cacheEnded?: number | undefined;
 }
@@ -153,7 +158,10 @@ export class RunReadModel {
     const row = await control.getRun(id);
     if (row === null) return null;
     const events = await control.runEvents(id);
-    return { record: recordFromControl(row, events, this.#deps.check()), events };
+    return {
+      record: recordFromControl(row, events, this.#deps.check(), this.#deps.controlRowDecides),
+      events,
+    };
   }
 
   async #listed(
@@ -172,7 +180,8 @@ export class RunReadModel {
       return mergeRecords(record, row ?? null);
     } catch {
       if (row === undefined || control === null) return null;
-      return recordFromControl(row, await control.runEvents(id).catch(() => []), this.#deps.check());
+      const events = await control.runEvents(id).catch(() => []);
+      return recordFromControl(row, events, this.#deps.check(), this.#deps.controlRowDecides);
     }
   }
 

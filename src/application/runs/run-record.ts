@@ -54,12 +54,15 @@ const OPEN = new Set(['queued', 'running']);
  * mirrored events, and the row for what they do not say yet. Once `run_end` is mirrored the
  * events are the record; before it, the row's status stands (queued, or ended by a worker or a
  * reaper without a `run_end`), except that a row still `running` whose events show an abandoned
- * run is `interrupted` (SPEC §6: never running for ever).
+ * run is `interrupted` (SPEC §6: never running for ever) — unless `rowDecides`: with workers
+ * and their reaper (issue 17), a run is interrupted when the reaper declares its worker dead, so
+ * `/v1/runs` and `/v1/workers` agree.
  */
 export function recordFromControl(
   row: ControlRunRow,
   events: readonly RunEvent[],
   check: LivenessCheck,
+  rowDecides = false,
 ): RunRecord {
   const record = recordFromEvents(row.id, events, { runlog: null, torn: false, live: false }, check);
   const filled = {
@@ -72,7 +75,7 @@ export function recordFromControl(
     source: 'control' as const,
   };
   if (events.some((event) => event.kind === 'run_end')) return filled;
-  const judged = row.status === 'running' && events.length > 0 ? record.status : null;
+  const judged = !rowDecides && row.status === 'running' && events.length > 0 ? record.status : null;
   return {
     ...filled,
     status: judged === 'interrupted' ? judged : (row.status as RunRecordStatus),

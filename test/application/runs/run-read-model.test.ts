@@ -182,6 +182,17 @@ describe('RunReadModel', () => {
     expect((await model.show('c')).status).toBe('interrupted');
   });
 
+  it('leaves a running row running until the reaper marks it, when the row decides', async () => {
+    const control = controlPlane([row('c', { status: 'running' })], { c: run('c', [start('units', 2)]) });
+    const model = new RunReadModel({
+      runLogs: runLogs({}),
+      control: async () => control,
+      check,
+      controlRowDecides: true,
+    });
+    expect((await model.show('c')).status).toBe('running');
+  });
+
   it('shows a run live in this process as running, whatever its owner', async () => {
     const events = run('l', [start('units', 2)]);
     const model = new RunReadModel({
