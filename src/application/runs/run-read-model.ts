@@ -4,7 +4,7 @@
  * control plane (where a `queue: postgres` worker's runs and the queued ones are) and process
  * liveness. Each reader wires the sources it has; the rules are the same for all.
  */
-import { FabricError } from '../../domain/errors.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { ControlReader, ControlRunRow } from '../control-ports.ts';
 import type { RunLogStore } from '../ports.ts';
@@ -146,7 +146,17 @@ export class RunReadModel {
       return { record, events: contents.events };
     } catch (error) {
       if (!(error instanceof FabricError) || error.code !== 'run_not_found') throw error;
-      const found = await this.#fromControl(ref).catch(() => null);
+      let found: { record: RunRecord; events: readonly RunEvent[] } | null;
+      try {
+        found = await this.#fromControl(ref);
+      } catch (unreachable) {
+        // The store is down or held by another process: the runlog's answer stands, and says so.
+        throw new FabricError(
+          'run_not_found',
+          `${error.message} (The control plane could not be asked: ${errorMessage(unreachable)}.)`,
+          { cause: unreachable },
+        );
+      }
       if (found === null) throw error;
       return found;
     }
