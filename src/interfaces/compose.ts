@@ -91,6 +91,8 @@ export interface RunReadModelOptions {
    * while runs are queued for workers (`queue`, the HTTP API: issue 17). Default `always`.
    */
   readonly control?: 'always' | 'queue' | 'never';
+  /** `list` merges the control plane's newest runs with the runlogs (as `fabric runs` does). */
+  readonly listControlRuns?: boolean;
   /** A control row still `running` stands until its run_end or the reaper (the HTTP API, issue 17). */
   readonly controlRowDecides?: boolean;
   /** Tells whether a run's process still exists; default: this machine's. */
@@ -205,6 +207,7 @@ export class Fabric {
       runLogs: this.runLogStore,
       live: options.live,
       control,
+      controlListing: options.listControlRuns === true ? control : undefined,
       check: () => ({ liveness, now: new Date() }),
       controlRowDecides: options.controlRowDecides,
       cacheEnded: options.cacheEnded,

@@ -42,8 +42,10 @@ export type ControlSource<T> = () => Promise<T | null>;
 export interface RunReadModelDeps {
   readonly runLogs: RunLogReader;
   readonly live?: LiveRuns | undefined;
-  /** Asked for a run with no runlog here (`show`), and for the newest runs (`list`) when it can list. */
-  readonly control?: ControlSource<ControlRunLookup | ControlRunListing> | undefined;
+  /** Asked by `show` for a run with no runlog here. */
+  readonly control?: ControlSource<ControlRunLookup> | undefined;
+  /** Asked by `list` for its newest runs, merged with the runlogs (`fabric runs`). */
+  readonly controlListing?: ControlSource<ControlRunListing> | undefined;
   readonly check: () => LivenessCheck;
   /**
    * A control row still `running` stays running until its `run_end` is mirrored or the reaper
@@ -82,7 +84,7 @@ export class RunReadModel {
 
   /**
    * The runs matching `filter`, newest id first (run ids sort by the second they were made in):
-   * the live runs, the runlogs and, when the control plane can list, its newest rows, each
+   * the live runs, the runlogs and, with `controlListing`, the control plane's newest rows, each
    * listed once. Unreadable runlogs are left out; `show` explains them.
    */
   async list(filter: RunFilter): Promise<RunPage> {
@@ -90,8 +92,8 @@ export class RunReadModel {
     let control: ControlRunListing | null = null;
     let controlError: unknown;
     try {
-      const source = await this.#deps.control?.();
-      if (source !== undefined && source !== null && 'listRuns' in source) {
+      const source = (await this.#deps.controlListing?.()) ?? null;
+      if (source !== null) {
         for (const row of await source.listRuns({ limit: filter.limit })) rows.set(row.id, row);
         control = source;
       }

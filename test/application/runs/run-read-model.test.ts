@@ -226,7 +226,7 @@ describe('RunReadModel', () => {
         r4: run('r4', [start('units', 9)]),
       },
     );
-    const model = new RunReadModel({ runLogs: runLogs(logs), control: async () => control, check });
+    const model = new RunReadModel({ runLogs: runLogs(logs), controlListing: async () => control, check });
     const page = await model.list({ limit: 10 });
     expect(page.runs.map((r) => [r.run_id, r.status, r.source])).toEqual([
       ['r4', 'running', 'control'],
@@ -237,10 +237,21 @@ describe('RunReadModel', () => {
     expect(page.more).toBe(false);
   });
 
+  it('lists only the runlogs when the control plane is there for show alone', async () => {
+    const control = controlPlane([row('q')]);
+    const model = new RunReadModel({
+      runLogs: runLogs({ a: run('a', [start(), END]) }),
+      control: async () => control,
+      check,
+    });
+    expect((await model.list({ limit: 5 })).runs.map((r) => r.run_id)).toEqual(['a']);
+    expect((await model.show('q')).status).toBe('queued');
+  });
+
   it('lets a row that ended the run decide over a runlog left open (its owner on another host)', async () => {
     const logs = { x: run('x', [start('units', 9)]) };
     const control = controlPlane([row('x', { status: 'interrupted' })]);
-    const model = new RunReadModel({ runLogs: runLogs(logs), control: async () => control, check });
+    const model = new RunReadModel({ runLogs: runLogs(logs), controlListing: async () => control, check });
     expect((await model.list({ limit: 5 })).runs[0]).toMatchObject({
       status: 'interrupted',
       source: 'runlog',
@@ -254,7 +265,7 @@ describe('RunReadModel', () => {
   it('lists the runlogs alone, and says why, when the control plane cannot be read', async () => {
     const model = new RunReadModel({
       runLogs: runLogs({ a: run('a', [start(), END]) }),
-      control: () => Promise.reject(new Error('held by another process')),
+      controlListing: () => Promise.reject(new Error('held by another process')),
       check,
     });
     const page = await model.list({ limit: 5 });

@@ -98,7 +98,10 @@ function readModel(
     await made?.migrate();
     return made;
   };
-  return { runs: new RunReadModel({ runLogs, check: () => check, control }), opened: () => opened };
+  return {
+    runs: new RunReadModel({ runLogs, check: () => check, control, controlListing: control }),
+    opened: () => opened,
+  };
 }
 
 /** One run: from its runlog here, or else (a run another host ran) from the control store. */
