@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config/load.ts';
 import { Fabric } from '../src/interfaces/compose.ts';
 import { createApp } from '../src/interfaces/http/app.ts';
-import { runView } from '../src/interfaces/http/run-view.ts';
+import { recordFromEvents } from '../src/application/runs/run-record.ts';
+import { runViewOf } from '../src/interfaces/http/run-view.ts';
 import { runPage } from '../src/interfaces/http/viewer/run-page.ts';
 import { QUICK, fmt, median, printTable, rounds, since } from './support/stats.ts';
 import { writeLongRun } from './support/long-runlog.ts';
@@ -46,10 +47,14 @@ try {
   const read = await measure(() => store.read(RUN_ID));
   const { events } = await store.read(RUN_ID);
   const render = await measure(async () => {
-    pageBytes = runPage(runView(RUN_ID, events, { runlog: '', torn: false, live: false }, check), events, {
-      daemon: false,
-      batteries: false,
-    }).text.length;
+    pageBytes = runPage(
+      runViewOf(recordFromEvents(RUN_ID, events, { runlog: '', torn: false, live: false }, check)),
+      events,
+      {
+        daemon: false,
+        batteries: false,
+      },
+    ).text.length;
   });
   const whole = await measure(async () => {
     const response = await app.request(`/runs/${RUN_ID}`);

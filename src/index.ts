@@ -32,4 +32,16 @@ export { definePack } from './infrastructure/packs/define-pack.ts';
 /** valibot, the fabric's own copy: tool and finish schemas, without installing it beside a pack. */
 export * as v from 'valibot';
 export { defineFinish, defineTool } from './infrastructure/packs/define-tool.ts';
-export { createFabric, Fabric, type FabricOptions, type RunRequest } from './interfaces/compose.ts';
+export {
+  RunReadModel,
+  type RunFilter,
+  type RunPage,
+} from './application/runs/run-read-model.ts';
+export type { RunRecord, RunRecordStatus } from './application/runs/run-record.ts';
+export {
+  createFabric,
+  Fabric,
+  type FabricOptions,
+  type RunReadModelOptions,
+  type RunRequest,
+} from './interfaces/compose.ts';

@@ -13,7 +13,9 @@ import type {
   SpecialistPack,
 } from '../application/ports.ts';
 import type { ControlStore } from '../application/control-ports.ts';
+import type { ProcessLiveness } from '../application/process-liveness.ts';
 import { RequestLimiter, limitRequests } from '../application/request-limiter.ts';
+import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
 import { newRunId } from '../application/run-id.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
@@ -28,6 +30,7 @@ import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
 import { systemClock } from '../infrastructure/clock.ts';
 import { FABRIC_VERSION } from './version.ts';
@@ -77,6 +80,25 @@ export interface FabricOptions {
    * Each message says what it is about (`control plane unavailable (db_off) …`): print it as it is.
    */
   readonly onDegraded?: (message: string) => void;
+}
+
+/** Which sources a reader of runs wires into its read model (`Fabric.runReadModel`). */
+export interface RunReadModelOptions {
+  /** The runs in progress in this process that the reader can see (a server's hub). */
+  readonly live?: LiveRuns | undefined;
+  /**
+   * When a run with no runlog here is looked for in the control plane: `always` (MCP), or only
+   * while runs are queued for workers (`queue`, the HTTP API: issue 17). Default `always`.
+   */
+  readonly control?: 'always' | 'queue' | 'never';
+  /** `list` merges the control plane's newest runs with the runlogs (as `fabric runs` does). */
+  readonly listControlRuns?: boolean;
+  /** A control row still `running` stands until its run_end or the reaper (the HTTP API, issue 17). */
+  readonly controlRowDecides?: boolean;
+  /** Tells whether a run's process still exists; default: this machine's. */
+  readonly liveness?: ProcessLiveness | undefined;
+  /** How many ended runs' records to keep between calls (the viewer's paging); default none. */
+  readonly cacheEnded?: number;
 }
 
 /**
@@ -168,6 +190,28 @@ export class Fabric {
    */
   controlStore(): Promise<ControlStore | null> {
     return this.#controlPlane().then((plane) => plane?.store ?? null);
+  }
+
+  /**
+   * The read model of runs (issue 21) over this fabric's runlogs and its control plane (the
+   * process's one store, where a worker's runs and the queued ones are).
+   */
+  runReadModel(options: RunReadModelOptions = {}): RunReadModel {
+    const liveness = options.liveness ?? new LocalProcessLiveness();
+    const mode = options.control ?? 'always';
+    const control =
+      mode === 'never'
+        ? undefined
+        : async () => (mode === 'queue' && (await this.runQueue()) === null ? null : this.controlStore());
+    return new RunReadModel({
+      runLogs: this.runLogStore,
+      live: options.live,
+      control,
+      controlListing: options.listControlRuns === true ? control : undefined,
+      check: () => ({ liveness, now: new Date() }),
+      controlRowDecides: options.controlRowDecides,
+      cacheEnded: options.cacheEnded,
+    });
   }
 
   /**

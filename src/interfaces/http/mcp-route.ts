@@ -2,7 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { Handler } from 'hono';
 import type { Fabric } from '../compose.ts';
 import { type FabricMcpServices, createFabricMcpServer } from '../mcp/fabric-mcp-server.ts';
-import type { RunHub } from './run-hub.ts';
+import { type RunHub, liveRuns } from './run-hub.ts';
 
 /**
  * `/mcp`: the same MCP server as `fabric mcp`, over streamable HTTP in stateless mode: a server
@@ -12,7 +12,7 @@ import type { RunHub } from './run-hub.ts';
 export function mcpHandler(fabric: Fabric, hub: RunHub, log: (line: string) => void): Handler {
   const services: FabricMcpServices = {
     registry: fabric.registry,
-    runLogStore: fabric.runLogStore,
+    runs: fabric.runReadModel({ live: liveRuns(hub) }),
     catalog: fabric.catalog,
     run: (request) => hub.run(request),
   };

@@ -1,43 +1,17 @@
 /**
- * Runs that execute on `fabric worker`s (issue 17): their state and events are read from the
- * control plane, where each worker's mirror writes them as they happen.
+ * Runs that execute on `fabric worker`s (issue 17): their events are streamed from the control
+ * plane, where each worker's mirror writes them as they happen. (Their state is the read model's:
+ * `application/runs/`.)
  */
 import type { ControlStore } from '../../application/control-ports.ts';
-import type { LivenessCheck } from '../../application/process-liveness.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { EventSource } from './sse.ts';
-import { type RunView, runView } from './run-view.ts';
 
 /** How often a stream polls the control plane for a worker's new events. */
 export const QUEUED_EVENTS_POLL_MS = 100;
 
-/** A run as the control plane has it; `queued` until a worker takes it. */
-export type QueuedRunView = Omit<RunView, 'status'> & { readonly status: RunView['status'] | 'queued' };
-
+/** A row in one of these statuses may still write events. */
 const OPEN = new Set(['queued', 'running']);
-
-/** The view of a run from its control row and mirrored events, or null when the store has no row. */
-export async function controlRunView(
-  store: ControlStore,
-  runId: string,
-  check: LivenessCheck,
-): Promise<QueuedRunView | null> {
-  const row = await store.getRun(runId);
-  if (row === null) return null;
-  const events = await store.runEvents(runId);
-  const view = runView(runId, events, { runlog: '', torn: false, live: false }, check);
-  const ended = events.some((event) => event.kind === 'run_end');
-  // Until run_end, the row (queued, running, interrupted by a reaper) says more than the owner
-  // check, which cannot see another host's processes.
-  const status = ended ? view.status : (row.status as QueuedRunView['status']);
-  return {
-    ...view,
-    specialist: view.specialist ?? row.specialist,
-    task: view.task ?? row.task,
-    status,
-    ...(ended ? {} : { error: row.error }),
-  };
-}
 
 /**
  * An SSE source that polls the control plane for the run's events after `afterSeq` and ends

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
-import type { LivenessCheck, ProcessLiveness } from '../../application/process-liveness.ts';
+import type { ControlStore } from '../../application/control-ports.ts';
+import type { ProcessLiveness } from '../../application/process-liveness.ts';
 import { buildTimeline } from '../../application/replay-timeline.ts';
 import { newRunId } from '../../application/run-id.ts';
 import { requireWholeRun } from '../../application/whole-run.ts';
@@ -21,9 +22,9 @@ import {
   runIdParam,
   validateBody,
 } from './bodies.ts';
-import { type QueuedRunView, controlEventSource, controlRunView } from './queued-runs.ts';
-import type { RunHub } from './run-hub.ts';
-import { type RunView, runLinks, runView } from './run-view.ts';
+import { controlEventSource } from './queued-runs.ts';
+import { type RunHub, liveRuns } from './run-hub.ts';
+import { type RunView, runLinks, runViewOf } from './run-view.ts';
 import { sseResponse } from './sse.ts';
 
 /** What the run routes use. */
@@ -42,35 +43,24 @@ const CANCEL_WAIT_MS = 10_000;
 export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLiveness() }: RunRoutesDeps): Hono {
   const store = fabric.runLogStore;
   const app = new Hono();
-  const check = (): LivenessCheck => ({ liveness, now: new Date() });
+  // A run with no runlog here is looked for in the control plane while runs are queued for
+  // workers (issue 17), where the reaper ends a dead worker's runs; the live runs are this server's.
+  const runs = fabric.runReadModel({
+    live: liveRuns(hub),
+    control: 'queue',
+    controlRowDecides: true,
+    liveness,
+  });
 
-  /**
-   * A run that is not on this machine but in the control plane: one a worker runs or ran
-   * (`queue: postgres`). Null when the queue is off or the store has no such run.
-   */
-  const queuedViewOf = async (id: string): Promise<QueuedRunView | null> => {
+  /** The control store, when the queue is on and it has this run (one a worker runs or ran). */
+  const queuedControl = async (id: string): Promise<ControlStore | null> => {
     if ((await fabric.runQueue()) === null) return null;
     const control = await fabric.controlStore();
-    return control === null ? null : controlRunView(control, id, check());
+    return control !== null && (await control.getRun(id)) !== null ? control : null;
   };
 
   /** The run with this id: live in this server, else from its runlog, else (queue on) from the control plane. */
-  const viewOf = async (id: string): Promise<RunView | QueuedRunView> => {
-    const live = hub.get(id);
-    if (live) return runView(id, live.events, { runlog: store.pathOf(id), torn: false, live: true }, check());
-    const contents = await store.read(id).catch(async (error: unknown) => {
-      const queued = await queuedViewOf(id).catch(() => null);
-      if (queued === null) throw error;
-      return queued;
-    });
-    if (!('location' in contents)) return contents;
-    return runView(
-      contents.runId,
-      contents.events,
-      { runlog: contents.location, torn: contents.torn, live: false },
-      check(),
-    );
-  };
+  const viewOf = async (id: string): Promise<RunView> => runViewOf(await runs.show(id));
 
   app.post('/', async (c) => {
     const body = validateBody(StartRunBody, await readJson(c.req.raw));
@@ -124,19 +114,9 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
 
   app.get('/', async (c) => {
     const limit = limitParam(c.req.query('limit'), 20, 1000);
-    const ids = [...new Set([...hub.list().map((live) => live.runId), ...(await store.list())])]
-      .sort()
-      .reverse();
-    const runs: (RunView | QueuedRunView)[] = [];
-    for (const id of ids) {
-      if (runs.length >= limit) break;
-      try {
-        runs.push(await viewOf(id));
-      } catch {
-        // An unreadable runlog is left out of the list; GET /v1/runs/:id explains it.
-      }
-    }
-    return c.json({ runs });
+    // An unreadable runlog is left out of the list; GET /v1/runs/:id explains it.
+    const page = await runs.list({ limit });
+    return c.json({ runs: page.runs.map(runViewOf) });
   });
 
   app.get('/:id', async (c) => c.json(await viewOf(runIdParam(c.req.param('id')))));
@@ -153,8 +133,7 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     }
     const contents = await store.read(id).catch(async (error: unknown) => {
       // A run on a worker: its events as the worker mirrors them to the control plane.
-      const control =
-        (await queuedViewOf(id).catch(() => null)) === null ? null : await fabric.controlStore();
+      const control = await queuedControl(id).catch(() => null);
       if (control === null) throw error;
       return control;
     });

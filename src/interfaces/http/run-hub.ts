@@ -1,4 +1,5 @@
 import type { RunObserver } from '../../application/ports.ts';
+import type { LiveRuns } from '../../application/runs/run-read-model.ts';
 import { newRunId } from '../../application/run-id.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
@@ -138,4 +139,12 @@ export class RunHub {
     void settled.then(() => this.#runs.delete(runId));
     return { live, result };
   }
+}
+
+/** The hub's runs as the read model of runs sees them (issue 21). */
+export function liveRuns(hub: Pick<RunHub, 'get' | 'list'>): LiveRuns {
+  return {
+    liveRunIds: () => hub.list().map((live) => live.runId),
+    liveEvents: (runId) => hub.get(runId)?.events,
+  };
 }

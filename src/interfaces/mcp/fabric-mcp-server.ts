@@ -8,7 +8,8 @@ import {
   type ServerNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ModelCatalog, RunLogStore, SpecialistRegistry } from '../../application/ports.ts';
+import type { ModelCatalog, SpecialistRegistry } from '../../application/ports.ts';
+import type { RunReadModel } from '../../application/runs/run-read-model.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { validateWith } from '../../infrastructure/packs/define-tool.ts';
@@ -16,14 +17,15 @@ import type { RunRequest } from '../compose.ts';
 import { FABRIC_VERSION } from '../version.ts';
 import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';
 import { progressObserver } from './run-progress.ts';
-import { summarizeRun } from './run-summary.ts';
+import { mcpRunSummary } from './run-summary.ts';
 import { plural } from '../../domain/words.ts';
 
 /** What the MCP server uses of the fabric (a `Fabric` satisfies it). */
 export interface FabricMcpServices {
   run(request: RunRequest): Promise<RunResult>;
   readonly registry: Pick<SpecialistRegistry, 'list'>;
-  readonly runLogStore: Pick<RunLogStore, 'read'>;
+  /** Where `get_run` finds a run: its runlog, or the control plane (a worker's, a queued one). */
+  readonly runs: Pick<RunReadModel, 'show'>;
   readonly catalog: ModelCatalog;
 }
 
@@ -70,7 +72,7 @@ export function createFabricMcpServer(
         case 'get_run': {
           const input = validateWith(GetRunInput, args);
           if (!input.ok) return failure(`Invalid arguments for get_run: ${input.message}.`);
-          return structured(summarizeRun(await fabric.runLogStore.read(input.value.run_id)));
+          return structured(mcpRunSummary(await fabric.runs.show(input.value.run_id)));
         }
         case 'list_models':
           return structured({ backends: await fabric.catalog.probe(extra.signal) });

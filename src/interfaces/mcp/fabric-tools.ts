@@ -67,7 +67,7 @@ export const FABRIC_TOOLS = [
     name: 'get_run',
     title: 'Get a run',
     description:
-      'Summarises a past or running run from its runlog: status, payload, error, model, steps, usage, the task it was given.',
+      "Summarises a past, running or queued run, from its runlog or else the control plane (a worker's, another host's): status, payload, error, model, steps, usage, the task it was given.",
     inputSchema: jsonSchemaOf(GetRunInput),
   },
   {

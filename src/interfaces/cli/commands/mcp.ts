@@ -68,7 +68,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
   const inflight = new Set<Promise<unknown>>();
   const services: FabricMcpServices = {
     registry: fabric.registry,
-    runLogStore: fabric.runLogStore,
+    runs: fabric.runReadModel(),
     catalog: fabric.catalog,
     run: (request) => {
       const run = fabric.run(request);

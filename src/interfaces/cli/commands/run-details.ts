@@ -1,8 +1,11 @@
-import type { RunSummary } from '../../../application/run-summary.ts';
+import type { RunRecord } from '../../../application/runs/run-record.ts';
 import { formatPayload } from '../payload-format.ts';
 
+/** A run as `fabric runs` prints it (its JSON shape since issue 8): the record without where it was read. */
+export type ListedRun = Omit<RunRecord, 'usage' | 'runlog' | 'torn' | 'live' | 'source'>;
+
 /** How long the run took, from its start to its end; null while it has no end. */
-export function durationMs(run: RunSummary): number | null {
+export function durationMs(run: ListedRun): number | null {
   if (run.started_at === null || run.ended_at === null) return null;
   const ms = Date.parse(run.ended_at) - Date.parse(run.started_at);
   return Number.isNaN(ms) ? null : ms;
@@ -13,7 +16,7 @@ export function durationMs(run: RunSummary): number | null {
  * steps, tokens, duration, error) and what it produced, the payload's summary first (issue 20).
  * `where` is the lines that say where the record came from (runlog, process).
  */
-export function runDetails(run: RunSummary, where: readonly [string, string][]): string {
+export function runDetails(run: ListedRun, where: readonly [string, string][]): string {
   const duration = durationMs(run);
   const rows: [string, string][] = [
     ['status', run.status],

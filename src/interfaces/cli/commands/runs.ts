@@ -1,16 +1,17 @@
 import { requireWholeRun } from '../../../application/whole-run.ts';
-import type { ControlRunRow } from '../../../application/control-ports.ts';
+import type { ControlStore } from '../../../application/control-ports.ts';
 import type { LivenessCheck } from '../../../application/process-liveness.ts';
-import { type RunSummary, type RunSummaryStatus, summarizeRun } from '../../../application/run-summary.ts';
+import { RunReadModel } from '../../../application/runs/run-read-model.ts';
+import { type RunRecord, newestStartFirst } from '../../../application/runs/run-record.ts';
 import { loadConfig } from '../../../config/load.ts';
-import { FabricError, errorMessage } from '../../../domain/errors.ts';
+import { errorMessage } from '../../../domain/errors.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
 import { controlStoreFor } from '../../control-plane.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { didYouMean, plural } from '../../../domain/words.ts';
-import { durationMs, runDetails } from './run-details.ts';
+import { type ListedRun, durationMs, runDetails } from './run-details.ts';
 
 export const RUNS_HELP = `Usage: fabric runs [list] [--limit N] [--json]
        fabric runs show RUN [--json]
@@ -77,68 +78,79 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
   return EXIT.ok;
 }
 
+/**
+ * The read model over the runlogs and the control store, which is opened (and migrated) only
+ * when the read model asks for it; `opened` is that store, to name and close.
+ */
+function readModel(
+  runLogs: FileRunLogStore,
+  open: () => Promise<ControlStore | null>,
+  check: LivenessCheck,
+): { runs: RunReadModel; opened: () => ControlStore | null } {
+  let store: Promise<ControlStore | null> | undefined;
+  let opened: ControlStore | null = null;
+  const control = async () => {
+    store ??= open().then((made) => {
+      opened = made;
+      return made;
+    });
+    const made = await store;
+    await made?.migrate();
+    return made;
+  };
+  return {
+    runs: new RunReadModel({ runLogs, check: () => check, control, controlListing: control }),
+    opened: () => opened,
+  };
+}
+
 /** One run: from its runlog here, or else (a run another host ran) from the control store. */
 async function showRun(
   config: Awaited<ReturnType<typeof loadConfig>>,
   runLogs: FileRunLogStore,
   ref: string,
   check: LivenessCheck,
-): Promise<{ summary: RunSummary; json: Record<string, unknown>; where: [string, string][] }> {
-  let notFound: FabricError;
+): Promise<{ summary: ListedRun; json: Record<string, unknown>; where: [string, string][] }> {
+  // Asked only when the runlogs have no such run; a store that is down leaves the runlog's answer.
+  const { runs, opened } = readModel(runLogs, () => controlStoreFor(config), check);
   try {
-    const contents = await runLogs.read(ref);
-    requireWholeRun(contents);
-    const summary = summarizeRun(contents.runId, contents.events, check);
+    const { record, events } = await runs.read(ref);
+    const summary = summaryOf(record);
+    const json = { ...summary, runlog: record.runlog, torn: record.torn };
+    if (record.runlog === null) {
+      const store = opened();
+      const source = store === null ? 'control plane' : `${store.kind} ${store.location}`;
+      return {
+        summary,
+        json,
+        where: [['runlog', `none on this machine; the record is the control plane's (${source})`]],
+      };
+    }
+    requireWholeRun({ location: record.runlog, events, torn: record.torn });
     const where: [string, string][] = [
-      ['runlog', `${contents.location}${contents.torn ? ' (torn last line)' : ''}`],
+      ['runlog', `${record.runlog}${record.torn ? ' (torn last line)' : ''}`],
     ];
     if (summary.owner !== null) where.push(['process', `${summary.owner.pid} on ${summary.owner.host}`]);
-    return { summary, json: { ...summary, runlog: contents.location, torn: contents.torn }, where };
-  } catch (error) {
-    if (!(error instanceof FabricError) || error.code !== 'run_not_found') throw error;
-    notFound = error;
-  }
-  const store = await controlStoreFor(config).catch(() => null);
-  if (store === null) throw notFound;
-  try {
-    await store.migrate();
-    const row = await store.getRun(ref);
-    if (row === null) throw notFound;
-    const stored = fromRow(row);
-    const judged =
-      stored.status === 'running' ? summarizeRun(row.id, await store.runEvents(row.id), check) : null;
-    const summary = judged !== null && judged.status !== 'running' ? judged : stored;
-    const source = `${store.kind} ${store.location}`;
-    return {
-      summary,
-      json: { ...summary, runlog: null, torn: false },
-      where: [['runlog', `none on this machine; the record is the control plane's (${source})`]],
-    };
-  } catch (error) {
-    // The store is down or held by another process: the runlog's answer stands.
-    if (error === notFound) throw error;
-    throw new FabricError(
-      'run_not_found',
-      `${notFound.message} (The control plane could not be asked: ${errorMessage(error)}.)`,
-    );
+    return { summary, json, where };
   } finally {
-    await store.close().catch(() => {});
+    await opened()
+      ?.close()
+      .catch(() => {});
   }
 }
 
 /** A listing and where it came from. */
 interface RunListing {
   readonly source: string;
-  readonly runs: RunSummary[];
+  readonly runs: ListedRun[];
   /** Why the control store was not used, when it is enabled and could not be read. */
   readonly notice?: string;
 }
 
 /**
- * The control store's rows merged with the runlogs on disk, newest first: a run in either is
- * listed once (SPEC §7: a run another process wrote while this one could not reach the store is
- * still listed). Where the store says `running`, the runlog (or, with none here, the events the
- * store holds) decides whether it is still running, ended, or interrupted.
+ * The control store's rows merged with the runlogs on disk, newest first, as the read model lists
+ * them (issue 21): a run in either is listed once (SPEC §7: a run another process wrote while
+ * this one could not reach the store is still listed).
  */
 async function listRuns(
   config: Awaited<ReturnType<typeof loadConfig>>,
@@ -146,106 +158,32 @@ async function listRuns(
   limit: number,
   check: LivenessCheck,
 ): Promise<RunListing> {
-  const localIds = await runLogs.list();
-  const byId = new Map<string, RunSummary>();
-  const fromStore = await storeRuns(config, runLogs, new Set(localIds), limit, check);
-  for (const run of fromStore.runs) byId.set(run.run_id, run);
-  for (const id of localIds.slice(0, limit)) {
-    if (byId.has(id)) continue;
-    const run = await runlogSummary(runLogs, id, check);
-    // The id inside the lines is the run's key, whatever its directory is called.
-    if (run !== null && !byId.has(run.run_id)) byId.set(run.run_id, run);
-  }
-  const runs = [...byId.values()].sort(newestFirst).slice(0, limit);
-  const logs = `runlogs in ${runLogs.runsDir}`;
-  if (fromStore.source === null)
-    return { source: logs, runs, ...(fromStore.notice === undefined ? {} : { notice: fromStore.notice }) };
-  return { source: `${fromStore.source} and ${logs}`, runs };
-}
-
-/** The store's newest runs, with those it has as `running` judged again; none when it cannot be read. */
-async function storeRuns(
-  config: Awaited<ReturnType<typeof loadConfig>>,
-  runLogs: FileRunLogStore,
-  localIds: ReadonlySet<string>,
-  limit: number,
-  check: LivenessCheck,
-): Promise<{ source: string | null; runs: RunSummary[]; notice?: string }> {
   // Listing never creates the embedded database: without one, the runlogs are the whole record.
   const store = await controlStoreFor(config, { existingOnly: true });
-  if (store === null) return { source: null, runs: [] };
   try {
-    await store.migrate();
-    const runs: RunSummary[] = [];
-    for (const row of await store.listRuns({ limit })) {
-      const stored = fromRow(row);
-      if (stored.status !== 'running') {
-        runs.push(stored);
-        continue;
-      }
-      const judged = localIds.has(row.id)
-        ? await runlogSummary(runLogs, row.id, check)
-        : summarizeRun(row.id, await store.runEvents(row.id), check);
-      runs.push(judged !== null && judged.status !== 'running' ? judged : stored);
+    const { runs: model } = readModel(runLogs, async () => store, check);
+    const page = await model.list({ limit });
+    const runs = [...page.runs].sort(newestStartFirst).map(summaryOf);
+    const logs = `runlogs in ${runLogs.runsDir}`;
+    if (store === null) return { source: logs, runs };
+    if (page.controlError !== undefined) {
+      // Another process holds the embedded database, or the server is down: the runlogs are the record.
+      const notice = `the control plane (${store.kind} ${store.location}) is not available: ${errorMessage(page.controlError)}`;
+      return { source: logs, runs, notice };
     }
-    return { source: `${store.kind} ${store.location}`, runs };
-  } catch (error) {
-    // Another process holds the embedded database, or the server is down: the runlogs are the record.
-    return {
-      source: null,
-      runs: [],
-      notice: `the control plane (${store.kind} ${store.location}) is not available: ${errorMessage(error)}`,
-    };
+    return { source: `${store.kind} ${store.location} and ${logs}`, runs };
   } finally {
-    await store.close().catch(() => {});
+    await store?.close().catch(() => {});
   }
 }
 
-async function runlogSummary(
-  runLogs: FileRunLogStore,
-  id: string,
-  check: LivenessCheck,
-): Promise<RunSummary | null> {
-  try {
-    const contents = await runLogs.read(id);
-    return summarizeRun(contents.runId, contents.events, check);
-  } catch {
-    // An unreadable runlog is skipped here; `fabric runs show` explains it.
-    return null;
-  }
+/** What `fabric runs` prints of a run (its JSON shape since issue 8). */
+function summaryOf(record: RunRecord): ListedRun {
+  const { usage: _usage, runlog: _runlog, torn: _torn, live: _live, source: _source, ...summary } = record;
+  return summary;
 }
 
-function fromRow(row: ControlRunRow): RunSummary {
-  return {
-    run_id: row.id,
-    specialist: row.specialist,
-    task: row.task,
-    model: row.model,
-    backend: row.backend,
-    status: row.status as RunSummaryStatus,
-    started_at: row.started_at,
-    ended_at: row.ended_at,
-    steps: row.steps ?? 0,
-    total_tokens: row.total_tokens ?? 0,
-    payload: row.payload,
-    error: row.error,
-    events: 0,
-    owner: null,
-  };
-}
-
-/** Newest start first, runs without a start last; the id (which starts with a timestamp) breaks ties. */
-function newestFirst(a: RunSummary, b: RunSummary): number {
-  if (a.started_at !== b.started_at) {
-    if (a.started_at === null) return 1;
-    if (b.started_at === null) return -1;
-    const order = Date.parse(b.started_at) - Date.parse(a.started_at);
-    if (order !== 0 && !Number.isNaN(order)) return order;
-  }
-  return a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0;
-}
-
-function describe(run: RunSummary): string {
+function describe(run: ListedRun): string {
   const task = (run.task ?? '').replace(/\s+/g, ' ');
   const short = task.length > 60 ? `${task.slice(0, 60)}…` : task;
   return `${run.run_id}  ${run.status.padEnd(11)} ${String(run.steps).padStart(3)} ${run.steps === 1 ? 'step ' : 'steps'}  ${run.specialist ?? '?'}  ${short}`;

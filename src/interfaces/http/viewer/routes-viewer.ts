@@ -1,5 +1,5 @@
 import { type Context, Hono } from 'hono';
-import type { LivenessCheck, ProcessLiveness } from '../../../application/process-liveness.ts';
+import type { ProcessLiveness } from '../../../application/process-liveness.ts';
 import { buildTimeline } from '../../../application/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
@@ -9,7 +9,7 @@ import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';
 import { daemonRepos, readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
 import type { BatteryHub } from '../battery-hub.ts';
-import type { RunHub } from '../run-hub.ts';
+import { type RunHub, liveRuns } from '../run-hub.ts';
 import { sseResponse } from '../sse.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
 import { BatteryIndex } from './battery-index.ts';
@@ -17,7 +17,7 @@ import { batteriesPage, batteryPage } from './battery-pages.ts';
 import { type DaemonEntry, daemonPage } from './daemon-page.ts';
 import type { SafeHtml } from './html.ts';
 import type { Nav } from './layout.ts';
-import { RunIndex, type RunQuery } from './run-index.ts';
+import { RunIndex, type RunQuery, VIEWER_CACHED_RUNS } from './run-index.ts';
 import { loginPage, problemPage, replayPage, runFragment, runPage } from './run-page.ts';
 import { LIST_STATUSES, runRow, runsPage } from './runs-page.ts';
 import { RunListFeed } from './run-list-feed.ts';
@@ -59,8 +59,10 @@ const PAGE_HEADERS = {
 export function viewerRoutes(deps: ViewerDeps): Hono {
   const { fabric, hub, token, nav } = deps;
   const liveness = deps.liveness ?? new LocalProcessLiveness();
-  const check = (): LivenessCheck => ({ liveness, now: new Date() });
-  const index = new RunIndex(fabric.runLogStore, hub, check);
+  // The runs this server runs and the runlogs: the viewer does not read the control plane.
+  const index = new RunIndex(
+    fabric.runReadModel({ live: liveRuns(hub), control: 'never', liveness, cacheEnded: VIEWER_CACHED_RUNS }),
+  );
   const feed = new RunListFeed(hub, index, fabric.runLogStore);
   const app = new Hono();
 

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRunId } from '../../../../src/application/run-id.ts';
 import type { Fabric } from '../../../../src/interfaces/compose.ts';
-import { RunHub } from '../../../../src/interfaces/http/run-hub.ts';
+import { RunHub, liveRuns } from '../../../../src/interfaces/http/run-hub.ts';
 import type { RunView } from '../../../../src/interfaces/http/run-view.ts';
 import { RunIndex } from '../../../../src/interfaces/http/viewer/run-index.ts';
 import { RunListFeed } from '../../../../src/interfaces/http/viewer/run-list-feed.ts';
@@ -28,7 +28,7 @@ describe('RunListFeed', () => {
     const store = fabric.runLogStore;
     const hub = new RunHub(fabric);
     const liveness = new LocalProcessLiveness();
-    const index = new RunIndex(store, hub, () => ({ liveness, now: new Date() }));
+    const index = new RunIndex(fabric.runReadModel({ live: liveRuns(hub), control: 'never', liveness }));
     const feed = new RunListFeed(hub, index, store, { flushMs: 10, scanMs: 50 });
     const heard: RunView[] = [];
     const stop = feed.subscribe((views) => heard.push(...views));
