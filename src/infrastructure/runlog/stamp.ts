@@ -13,7 +13,3 @@ export function stampEvent(event: RunEventInput, runId: string, seq: number, clo
     ...body,
   } as RunEvent;
 }
-
-// Kept for src/interfaces/http/routes-runs.ts, which the read-model work of issue 21 rewrites;
-// remove once that file imports `systemClock` from ../clock.ts.
-export { systemClock } from '../clock.ts';

@@ -9,7 +9,7 @@ import { requireWholeRun } from '../../application/whole-run.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
-import { systemClock } from '../../infrastructure/runlog/stamp.ts';
+import { systemClock } from '../../infrastructure/clock.ts';
 import type { Fabric } from '../compose.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
 import { ApiError } from './api-error.ts';
