@@ -8,7 +8,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/load.ts';
-import { Fabric } from '../src/interfaces/compose.ts';
+import { Fabric } from '../src/composition/fabric.ts';
 import { createApp } from '../src/interfaces/http/app.ts';
 import { recordFromEvents } from '../src/application/runs/run-record.ts';
 import { runViewOf } from '../src/interfaces/http/run-view.ts';

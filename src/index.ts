@@ -21,7 +21,7 @@ export type {
   FabricSettings,
 } from './application/ports.ts';
 export type { SpecialistConfig } from './config/schema.ts';
-export { executeTask, type ExecuteTaskInput } from './application/execute-task.ts';
+export { executeTask, type ExecuteTaskInput } from './application/run/execute-task.ts';
 export { type FabricConfig, loadConfig } from './config/load.ts';
 export { FabricError, ToolError, type FabricErrorCode, type SecurityEventDetails } from './domain/errors.ts';
 export type { ChatMessage, JsonSchema, ToolCall, ToolSpec } from './domain/messages.ts';
@@ -44,4 +44,4 @@ export {
   type FabricOptions,
   type RunReadModelOptions,
   type RunRequest,
-} from './interfaces/compose.ts';
+} from './composition/fabric.ts';

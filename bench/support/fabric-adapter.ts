@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { type FabricConfig, loadConfig } from '../../src/config/load.ts';
 import type { RunResult } from '../../src/domain/run-result.ts';
-import { createFabric } from '../../src/interfaces/compose.ts';
+import { createFabric } from '../../src/composition/fabric.ts';
 import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 
 /** A fabric as the benches use it. */

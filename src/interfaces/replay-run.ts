@@ -6,18 +6,22 @@
 import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { type ReplayComparison, compareReplay, replayNormalizer } from '../application/compare-replay.ts';
-import { executeTask } from '../application/execute-task.ts';
+import {
+  type ReplayComparison,
+  compareReplay,
+  replayNormalizer,
+} from '../application/replay/compare-replay.ts';
+import { executeTask } from '../application/run/execute-task.ts';
 import type { RunLogContents, RunObserver } from '../application/ports.ts';
-import { ReplayChatClient } from '../application/replay-chat-client.ts';
+import { ReplayChatClient } from '../application/replay/replay-chat-client.ts';
 import { FabricError } from '../domain/errors.ts';
 import type { RunEvent } from '../domain/run-events.ts';
 import type { RunStatus } from '../domain/run-result.ts';
 import { MemoryRunLogStore } from '../infrastructure/runlog/memory-run-log-store.ts';
 import { systemClock } from '../infrastructure/clock.ts';
 import { isLeftOut } from '../infrastructure/workspace/left-out.ts';
-import type { Fabric } from './compose.ts';
-import { FABRIC_VERSION } from './version.ts';
+import type { Fabric } from '../composition/fabric.ts';
+import { FABRIC_VERSION } from '../composition/version.ts';
 
 /** What the re-run did, beside the comparison. */
 export interface ReplaySummary {

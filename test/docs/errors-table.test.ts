@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { FABRIC_ERROR_CODES } from '../../src/domain/errors.ts';
 import { exitCodeFor } from '../../src/interfaces/cli/exit-code.ts';
-import type { Fabric } from '../../src/interfaces/compose.ts';
+import type { Fabric } from '../../src/composition/fabric.ts';
 import { HTTP_ONLY_ERROR_CODES } from '../../src/interfaces/http/api-error.ts';
 import { createApp } from '../../src/interfaces/http/app.ts';
 import { httpStatusFor } from '../../src/interfaces/http/status.ts';

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import { PostgresControlStore } from '../../src/infrastructure/control/postgres-control-store.ts';
 import { syncRunlogs } from '../../src/infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../src/infrastructure/runlog/file-run-log-store.ts';
-import { createFabric } from '../../src/interfaces/compose.ts';
+import { createFabric } from '../../src/composition/fabric.ts';
 import { type Sandbox, makeSandbox, testEnv } from '../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type Fault, type Traffic, seededFault, startTcpProxy } from '../support/tcp-proxy.ts';

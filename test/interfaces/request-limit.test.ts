@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import type { RunObserver } from '../../src/application/ports.ts';
-import { createFabric, Fabric } from '../../src/interfaces/compose.ts';
+import { createFabric, Fabric } from '../../src/composition/fabric.ts';
 import { type Sandbox, makeSandbox, testEnv } from '../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 

@@ -4,9 +4,9 @@
  * viewer and MCP each render a projection of this shape. Nothing here does I/O.
  */
 import type { RunEvent, UsageFields } from '../../domain/run-events.ts';
-import type { ControlRunRow } from '../control-ports.ts';
-import type { LivenessCheck } from '../process-liveness.ts';
-import { type RunSummary, type RunSummaryStatus, summarizeRun } from '../run-summary.ts';
+import type { ControlRunRow } from '../control/control-ports.ts';
+import type { LivenessCheck } from './process-liveness.ts';
+import { type RunSummary, type RunSummaryStatus, summarizeRun } from './run-summary.ts';
 
 /** A run's status in a listing: a summary's, or `queued` while no worker has taken it (issue 17). */
 export type RunRecordStatus = RunSummaryStatus | 'queued';

@@ -1,4 +1,4 @@
-import type { ControlStore, ModelCallRecord } from '../../application/control-ports.ts';
+import type { ControlStore, ModelCallRecord } from '../../application/control/control-ports.ts';
 import type { RunObserver } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';

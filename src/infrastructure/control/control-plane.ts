@@ -1,5 +1,5 @@
 import { readdir, stat } from 'node:fs/promises';
-import type { ControlStore } from '../../application/control-ports.ts';
+import type { ControlStore } from '../../application/control/control-ports.ts';
 import type { RunLogContents, RunLogStore, RunObserver } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { FileRunLogStore } from '../runlog/file-run-log-store.ts';

@@ -4,7 +4,7 @@ import type {
   InsightsData,
   TimeWindow,
   UsageRow,
-} from '../../application/control-ports.ts';
+} from '../../application/control/control-ports.ts';
 import type { SqlQuery } from './sql-executor.ts';
 
 // The exports' SQL. Every query reads control.agent_run (or control.runs) over [$1, $2), which

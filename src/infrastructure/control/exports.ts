@@ -7,13 +7,13 @@ import type {
   InsightsData,
   TimeWindow,
   UsageRow,
-} from '../../application/control-ports.ts';
+} from '../../application/control/control-ports.ts';
 import {
   decideLmIndicator,
   LM_INDICATOR_RULES,
   type LmIndicator,
   type LmIndicatorRules,
-} from '../../application/lm-indicator.ts';
+} from '../../application/control/lm-indicator.ts';
 
 /** The window of the `*_7d` exports. */
 export const EXPORT_DAYS = 7;

@@ -1,4 +1,4 @@
-import type { MigrationReport } from '../../application/control-ports.ts';
+import type { MigrationReport } from '../../application/control/control-ports.ts';
 import type { SqlExecutor, SqlQuery } from './sql-executor.ts';
 
 /** A schema change. Never edit one that has shipped: add the next version instead. */

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { ControlStore } from '../../application/control-ports.ts';
+import type { ControlStore } from '../../application/control/control-ports.ts';
 
 /** What picks the control store: the parsed `control` config (DSN already merged with `FABRIC_DSN`) and the runs directory. */
 export interface ControlStoreSettings {

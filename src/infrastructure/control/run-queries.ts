@@ -1,4 +1,4 @@
-import type { ControlRunRow, MirroredRun, ModelCallRecord } from '../../application/control-ports.ts';
+import type { ControlRunRow, MirroredRun, ModelCallRecord } from '../../application/control/control-ports.ts';
 import type { BackendKind } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { SqlQuery } from './sql-executor.ts';

@@ -11,7 +11,7 @@ import type {
   ModelCallRecord,
   TimeWindow,
   UsageRow,
-} from '../../application/control-ports.ts';
+} from '../../application/control/control-ports.ts';
 import type { BatteryRow, BatterySink } from '../../application/battery/battery-ports.ts';
 import type { CellResult } from '../../application/battery/battery-types.ts';
 import type { DaemonTaskSink } from '../../application/daemon/daemon-ports.ts';

@@ -1,7 +1,7 @@
-import type { ControlStore } from '../../application/control-ports.ts';
+import type { ControlStore } from '../../application/control/control-ports.ts';
 import type { RunLogStore } from '../../application/ports.ts';
-import type { ProcessLiveness } from '../../application/process-liveness.ts';
-import { runStatusWithoutEnd } from '../../application/run-summary.ts';
+import type { ProcessLiveness } from '../../application/runs/process-liveness.ts';
+import { runStatusWithoutEnd } from '../../application/runs/run-summary.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { LocalProcessLiveness } from '../runlog/process-liveness.ts';

@@ -1,4 +1,4 @@
-import type { ControlBatch, ControlWriteCounts } from '../../application/control-ports.ts';
+import type { ControlBatch, ControlWriteCounts } from '../../application/control/control-ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { jsonParam } from './json-param.ts';
 import type { SqlQuery } from './sql-executor.ts';

@@ -4,7 +4,7 @@ import {
   type ResolveOptions,
   resolveModel,
   sameModel,
-} from '../../application/resolve-model.ts';
+} from '../../application/models/resolve-model.ts';
 import type { LlmConfig } from '../../config/schema.ts';
 import { CompositeCatalog } from './composite-catalog.ts';
 import { HealthBook } from './health-book.ts';

@@ -1,4 +1,4 @@
-import type { QueuedRun, WorkerInfo, WorkerRegistry, WorkerRow } from '../../application/run-queue.ts';
+import type { QueuedRun, WorkerInfo, WorkerRegistry, WorkerRow } from '../../application/queue/run-queue.ts';
 import { jsonParam } from '../control/json-param.ts';
 import type { SqlExecutor } from '../control/sql-executor.ts';
 

@@ -4,7 +4,7 @@
  * fails, hangs or is off never fails the battery — its state file is the record.
  */
 import { type BatteryRow, type BatterySink, isBatterySink } from '../../application/battery/battery-ports.ts';
-import type { ControlWriter } from '../../application/control-ports.ts';
+import type { ControlWriter } from '../../application/control/control-ports.ts';
 import type { CellResult } from '../../application/battery/battery-types.ts';
 
 /** How long the end of a battery waits for its last rows. */

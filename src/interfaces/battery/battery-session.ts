@@ -14,7 +14,7 @@ import {
   type CellResult,
   newBatteryId,
 } from '../../application/battery/battery-types.ts';
-import { sameModel } from '../../application/resolve-model.ts';
+import { sameModel } from '../../application/models/resolve-model.ts';
 import { type BatteryFile, loadBatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
@@ -22,7 +22,7 @@ import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-fi
 import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
 import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
 import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
 import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';

@@ -10,13 +10,13 @@ import {
   type CellWork,
   runChecks,
 } from '../../application/battery/cell-executor.ts';
-import type { ControlReader } from '../../application/control-ports.ts';
-import { newRunId } from '../../application/run-id.ts';
+import type { ControlReader } from '../../application/control/control-ports.ts';
+import { newRunId } from '../../application/run/run-id.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
 import { packWorkspace } from '../../infrastructure/workspace/workspace-archive.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 
 /** How often a waiting cell looks for its outcome. */
 const POLL_MS = 200;

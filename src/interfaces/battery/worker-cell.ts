@@ -5,12 +5,12 @@
  */
 import { type CellOutcome, LocalCellExecutor } from '../../application/battery/cell-executor.ts';
 import type { CellRunRequest, CellWorkspaces } from '../../application/battery/battery-ports.ts';
-import type { QueuedRun } from '../../application/run-queue.ts';
+import type { QueuedRun } from '../../application/queue/run-queue.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
 import { type ArchiveCache, ArchiveWorkspaces } from '../../infrastructure/workspace/archive-workspaces.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
 
 const NO_WORKSPACE: CellWorkspaces = {

@@ -1,7 +1,7 @@
 import { ENVIRONMENT_VARIABLES } from '../../config/env.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { didYouMean } from '../../domain/words.ts';
-import { FABRIC_VERSION } from '../version.ts';
+import { FABRIC_VERSION } from '../../composition/version.ts';
 import { exitCodeFor } from './exit-code.ts';
 import { type CliIo, EXIT } from './io.ts';
 

@@ -1,5 +1,5 @@
 import type { RunObserver } from '../../application/ports.ts';
-import { FINISH_TOOL } from '../../application/tool-dispatch.ts';
+import { FINISH_TOOL } from '../../application/run/tool-dispatch.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { diffStat } from '../../domain/unified-diff.ts';
 import { plural } from '../../domain/words.ts';

@@ -1,7 +1,7 @@
 import type { TaskRunner, TaskRunResult } from '../../application/daemon/daemon-ports.ts';
 import type { RunObserver } from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 
 /** Errors that mean no model can be reached: the daemon waits, and spends no attempt on them. */
 const BACKEND_DOWN = new Set(['backend_unavailable', 'model_not_found']);

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { FabricError } from '../../domain/errors.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError, errorBodyOf } from './api-error.ts';
 import { type AuthVariables, bearerAuth, originGuard } from './auth.ts';
 import { BatteryHub } from './battery-hub.ts';

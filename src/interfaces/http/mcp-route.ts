@@ -1,6 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Handler } from 'hono';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { type FabricMcpServices, createFabricMcpServer } from '../mcp/fabric-mcp-server.ts';
 import { type RunHub, liveRuns } from './run-hub.ts';
 

@@ -3,7 +3,7 @@
  * plane, where each worker's mirror writes them as they happen. (Their state is the read model's:
  * `application/runs/`.)
  */
-import type { ControlStore } from '../../application/control-ports.ts';
+import type { ControlStore } from '../../application/control/control-ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { EventSource } from './sse.ts';
 

@@ -3,7 +3,7 @@ import { summarizeBattery } from '../../application/battery/battery-summary.ts';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
 import { BatterySession } from '../battery/battery-session.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { StartBatteryBody, batteryIssues, batteryOfBody } from './battery-body.ts';
 import type { BatteryEvent, BatteryHub, LiveBattery } from './battery-hub.ts';

@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { Hono } from 'hono';
 import { errorMessage } from '../../domain/errors.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { daemonRepos, readDaemonStatus } from '../daemon/daemon-status-reader.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';

@@ -1,10 +1,10 @@
 import { Hono } from 'hono';
 import type { BackendProbe } from '../../application/ports.ts';
-import { type ModelChoice, resolveModel } from '../../application/resolve-model.ts';
+import { type ModelChoice, resolveModel } from '../../application/models/resolve-model.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
-import { backendHealthView, backendModelsView } from '../backend-views.ts';
-import type { Fabric } from '../compose.ts';
+import { backendHealthView, backendModelsView } from '../../application/models/backend-views.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';
 import { workerRoutes } from './routes-workers.ts';

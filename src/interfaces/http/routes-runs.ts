@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
-import type { ControlStore } from '../../application/control-ports.ts';
-import type { ProcessLiveness } from '../../application/process-liveness.ts';
-import { buildTimeline } from '../../application/replay-timeline.ts';
-import { newRunId } from '../../application/run-id.ts';
-import { requireWholeRun } from '../../application/whole-run.ts';
+import type { ControlStore } from '../../application/control/control-ports.ts';
+import type { ProcessLiveness } from '../../application/runs/process-liveness.ts';
+import { buildTimeline } from '../../application/replay/replay-timeline.ts';
+import { newRunId } from '../../application/run/run-id.ts';
+import { requireWholeRun } from '../../application/runs/whole-run.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
 import { ApiError } from './api-error.ts';
 import {

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { Fabric } from '../compose.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 import type { AuthVariables } from './auth.ts';
 
 /** `/v1/workers`: the queue's workers (issue 17); an empty list when runs execute in-process. */

@@ -1,10 +1,10 @@
 import type { RunObserver } from '../../application/ports.ts';
 import type { LiveRuns } from '../../application/runs/run-read-model.ts';
-import { newRunId } from '../../application/run-id.ts';
+import { newRunId } from '../../application/run/run-id.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
-import type { Fabric, RunRequest } from '../compose.ts';
+import type { Fabric, RunRequest } from '../../composition/fabric.ts';
 
 /** A run in progress in this server: its events so far, who follows them, and how to stop it. */
 export interface LiveRun {

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ControlBatch, ControlStore } from '../../../src/application/control-ports.ts';
+import type { ControlBatch, ControlStore } from '../../../src/application/control/control-ports.ts';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import { ModelCallTracker } from '../../../src/infrastructure/control/model-calls.ts';
 import { PostgresControlStore } from '../../../src/infrastructure/control/postgres-control-store.ts';

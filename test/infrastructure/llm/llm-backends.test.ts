@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackendProbe, ModelCatalog } from '../../../src/application/ports.ts';
-import { resolveModel } from '../../../src/application/resolve-model.ts';
+import { resolveModel } from '../../../src/application/models/resolve-model.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
 import { CompositeCatalog } from '../../../src/infrastructure/llm/composite-catalog.ts';
 import { LlmBackends } from '../../../src/infrastructure/llm/llm-backends.ts';

@@ -9,7 +9,7 @@ import type { McpServerConfig } from '../../../src/config/schema.ts';
 import { FabricError, ToolError } from '../../../src/domain/errors.ts';
 import { type McpPack, attachMcpServers } from '../../../src/infrastructure/mcp/mcp-pack.ts';
 import { createStaticPack } from '../../../src/infrastructure/packs/base-pack.ts';
-import { outputText } from '../../../src/application/tool-dispatch.ts';
+import { outputText } from '../../../src/application/run/tool-dispatch.ts';
 import { defineFinish } from '../../../src/infrastructure/packs/define-tool.ts';
 import { EVERYTHING_SERVER, FS_SERVER, isAlive, testSettings } from './mcp-fixtures.ts';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { outputText } from '../../../src/application/tool-dispatch.ts';
+import { outputText } from '../../../src/application/run/tool-dispatch.ts';
 import type { FabricSettings, SpecialistPack } from '../../../src/application/ports.ts';
 import { SpecialistSchema } from '../../../src/config/schema.ts';
 import type { McpPack } from '../../../src/infrastructure/mcp/mcp-pack.ts';

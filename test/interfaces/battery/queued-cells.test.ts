@@ -4,7 +4,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../../src/config/load.ts';
-import { createFabric } from '../../../src/interfaces/compose.ts';
+import { createFabric } from '../../../src/composition/fabric.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { createTestDatabase } from '../../infrastructure/control/pg-test-db.ts';
 import { unitsResponder } from '../../support/battery-fakes.ts';

@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import postgres from 'postgres';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { RunSummary } from '../../../src/application/run-summary.ts';
+import type { RunSummary } from '../../../src/application/runs/run-summary.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { embeddedControlDir } from '../../../src/infrastructure/control/open-control-store.ts';
 import { PgliteControlStore } from '../../../src/infrastructure/control/pglite-control-store.ts';

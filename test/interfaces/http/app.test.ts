@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FabricErrorCode } from '../../../src/domain/errors.ts';
-import type { Fabric } from '../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../src/composition/fabric.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { isLoopbackHost } from '../../../src/interfaces/http/auth.ts';
 import { httpStatusFor } from '../../../src/interfaces/http/status.ts';

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../../src/config/load.ts';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
-import { Fabric } from '../../../src/interfaces/compose.ts';
+import { Fabric } from '../../../src/composition/fabric.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { BatteryHub } from '../../../src/interfaces/http/battery-hub.ts';
 import { RunHub } from '../../../src/interfaces/http/run-hub.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Fabric } from '../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../src/composition/fabric.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
 import { closedPort } from '../../infrastructure/control/pg-test-db.ts';

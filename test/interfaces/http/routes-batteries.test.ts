@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { BatteryState } from '../../../src/application/battery/battery-types.ts';
 import { PostgresControlStore } from '../../../src/infrastructure/control/postgres-control-store.ts';
-import type { Fabric } from '../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../src/composition/fabric.ts';
 import { unitsResponder } from '../../support/battery-fakes.ts';
 import { EXAMPLE_PACK, makeSandbox, type Sandbox } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type FakeModel, startFakeLlmServer } from '../../support/fake-llm-server.ts';

@@ -1,5 +1,5 @@
 import type { CatalogModel } from '../../../application/ports.ts';
-import { parseParamSize } from '../../../application/param-size.ts';
+import { parseParamSize } from '../../../application/models/param-size.ts';
 import { asRecord, numberField, stringField } from '../http-json.ts';
 
 type Entry = Record<string, unknown>;

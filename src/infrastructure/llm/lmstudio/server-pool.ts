@@ -1,5 +1,5 @@
 import type { BackendProbe } from '../../../application/ports.ts';
-import { sameModel } from '../../../application/resolve-model.ts';
+import { sameModel } from '../../../application/models/resolve-model.ts';
 import type { HealthBook } from '../health-book.ts';
 
 interface ServerState {

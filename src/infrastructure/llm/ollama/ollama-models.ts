@@ -1,6 +1,6 @@
 import type { CatalogModel } from '../../../application/ports.ts';
-import { parseParamSize } from '../../../application/param-size.ts';
-import { sameModel } from '../../../application/resolve-model.ts';
+import { parseParamSize } from '../../../application/models/param-size.ts';
+import { sameModel } from '../../../application/models/resolve-model.ts';
 import { asRecord, numberField, stringField } from '../http-json.ts';
 
 /** A `/api/tags` entry with what `/api/show` and `/api/ps` added. */

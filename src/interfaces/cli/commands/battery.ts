@@ -4,7 +4,7 @@ import { renderReport } from '../../../application/battery/battery-report.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { BatterySession } from '../../battery/battery-session.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { BatteryProgress } from '../battery-progress.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';

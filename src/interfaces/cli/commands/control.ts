@@ -5,7 +5,7 @@ import { FabricError } from '../../../domain/errors.ts';
 import { exportAll } from '../../../infrastructure/control/exports.ts';
 import { syncRunlogs } from '../../../infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
-import { controlStoreFor } from '../../control-plane.ts';
+import { controlStoreFor } from '../../../composition/control-store.ts';
 import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';

@@ -13,7 +13,7 @@ import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.t
 import { specialistSandbox } from '../../../infrastructure/packs/rust/rust-sandbox.ts';
 import { systemClock } from '../../../infrastructure/clock.ts';
 import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
 import { FabricTaskRunner } from '../../daemon/fabric-task-runner.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { backendHealthView } from '../../backend-views.ts';
-import { Fabric } from '../../compose.ts';
+import { backendHealthView } from '../../../application/models/backend-views.ts';
+import { Fabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';

@@ -1,7 +1,7 @@
 import process from 'node:process';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { loadConfig } from '../../../config/load.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { type FabricMcpServices, createFabricMcpServer } from '../../mcp/fabric-mcp-server.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';

@@ -1,9 +1,9 @@
 import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
-import { type ModelChoice, resolveModel } from '../../../application/resolve-model.ts';
+import { type ModelChoice, resolveModel } from '../../../application/models/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { backendModelsView } from '../../backend-views.ts';
-import { Fabric } from '../../compose.ts';
+import { backendModelsView } from '../../../application/models/backend-views.ts';
+import { Fabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';

@@ -1,11 +1,15 @@
 import { resolve } from 'node:path';
-import type { ReplayComparison } from '../../../application/compare-replay.ts';
+import type { ReplayComparison } from '../../../application/replay/compare-replay.ts';
 import type { RunLogContents } from '../../../application/ports.ts';
-import { type Timeline, type TimelineTone, buildTimeline } from '../../../application/replay-timeline.ts';
-import { requireWholeRun } from '../../../application/whole-run.ts';
+import {
+  type Timeline,
+  type TimelineTone,
+  buildTimeline,
+} from '../../../application/replay/replay-timeline.ts';
+import { requireWholeRun } from '../../../application/runs/whole-run.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { Fabric } from '../../compose.ts';
+import { Fabric } from '../../../composition/fabric.ts';
 import { type ReplaySummary, replayExecute, runStartOf } from '../../replay-run.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import type { RunObserver } from '../../../application/ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { exitCodeForFailedRun } from '../exit-code.ts';
 import { type CliIo, EXIT } from '../io.ts';

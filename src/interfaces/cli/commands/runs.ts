@@ -1,13 +1,13 @@
-import { requireWholeRun } from '../../../application/whole-run.ts';
-import type { ControlStore } from '../../../application/control-ports.ts';
-import type { LivenessCheck } from '../../../application/process-liveness.ts';
+import { requireWholeRun } from '../../../application/runs/whole-run.ts';
+import type { ControlStore } from '../../../application/control/control-ports.ts';
+import type { LivenessCheck } from '../../../application/runs/process-liveness.ts';
 import { RunReadModel } from '../../../application/runs/run-read-model.ts';
 import { type RunRecord, newestStartFirst } from '../../../application/runs/run-record.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { errorMessage } from '../../../domain/errors.ts';
 import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
-import { controlStoreFor } from '../../control-plane.ts';
+import { controlStoreFor } from '../../../composition/control-store.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { didYouMean, plural } from '../../../domain/words.ts';

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { createApp } from '../../http/app.ts';
 import { isLoopbackHost } from '../../http/auth.ts';
 import { BatteryHub } from '../../http/battery-hub.ts';

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import process from 'node:process';
-import { QueueWorker } from '../../../application/queue-worker.ts';
+import { QueueWorker } from '../../../application/queue/queue-worker.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { ArchiveCache } from '../../../infrastructure/workspace/archive-workspaces.ts';
 import { executeQueuedCell } from '../../battery/worker-cell.ts';
-import { createFabric } from '../../compose.ts';
+import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 

@@ -1,9 +1,9 @@
 import { type Context, Hono } from 'hono';
-import type { ProcessLiveness } from '../../../application/process-liveness.ts';
-import { buildTimeline } from '../../../application/replay-timeline.ts';
+import type { ProcessLiveness } from '../../../application/runs/process-liveness.ts';
+import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
-import type { Fabric } from '../../compose.ts';
+import type { Fabric } from '../../../composition/fabric.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';

@@ -1,4 +1,4 @@
-import type { Timeline } from '../../../application/replay-timeline.ts';
+import type { Timeline } from '../../../application/replay/replay-timeline.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import type { RunView } from '../run-view.ts';
 import { type SafeHtml, html } from './html.ts';

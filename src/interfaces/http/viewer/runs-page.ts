@@ -1,4 +1,4 @@
-import type { RunSummaryStatus } from '../../../application/run-summary.ts';
+import type { RunSummaryStatus } from '../../../application/runs/run-summary.ts';
 import type { RunView } from '../run-view.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, duration, elapsed, page, statusBadge } from './layout.ts';

@@ -11,7 +11,7 @@ import { DnsHostResolver } from '../../../../src/infrastructure/net/dns-resolver
 import { nodePinnedRequester } from '../../../../src/infrastructure/net/pinned-request.ts';
 import type { PinnedRequester } from '../../../../src/infrastructure/net/safe-fetch.ts';
 import type { HostResolver } from '../../../../src/infrastructure/net/ssrf-guard.ts';
-import { outputText } from '../../../../src/application/tool-dispatch.ts';
+import { outputText } from '../../../../src/application/run/tool-dispatch.ts';
 import type { ResearchPack } from '../../../../src/infrastructure/packs/research/research-pack.ts';
 import { type LocalServer, startLocalServer } from '../../net/local-server.ts';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { SandboxConfig, SpecialistConfig } from '../../../../src/config/schema.ts';
 import type { FabricSettings, SpecialistPack, Tool, ToolContext } from '../../../../src/application/ports.ts';
-import { outputText } from '../../../../src/application/tool-dispatch.ts';
+import { outputText } from '../../../../src/application/run/tool-dispatch.ts';
 import { ToolError } from '../../../../src/domain/errors.ts';
 import { buildRustPack } from '../../../../src/infrastructure/packs/rust/rust-pack.ts';
 

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRunId } from '../../../../src/application/run-id.ts';
-import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import { newRunId } from '../../../../src/application/run/run-id.ts';
+import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { RunHub, liveRuns } from '../../../../src/interfaces/http/run-hub.ts';
 import type { RunView } from '../../../../src/interfaces/http/run-view.ts';
 import { RunIndex } from '../../../../src/interfaces/http/viewer/run-index.ts';

@@ -5,7 +5,7 @@ import type { BatteryState, CellResult } from '../../../../src/application/batte
 import { emptyState, freshRecord } from '../../../../src/application/daemon/daemon-state.ts';
 import { BatteryStateFiles } from '../../../../src/infrastructure/battery/battery-state-file.ts';
 import { StateFile } from '../../../../src/infrastructure/daemon/state-file.ts';
-import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { createApp } from '../../../../src/interfaces/http/app.ts';
 import { type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import { tempDir } from '../../../support/temp-dirs.ts';

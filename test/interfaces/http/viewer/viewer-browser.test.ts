@@ -6,7 +6,7 @@ import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyState, freshRecord } from '../../../../src/application/daemon/daemon-state.ts';
 import { StateFile } from '../../../../src/infrastructure/daemon/state-file.ts';
-import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import {
   type FakeLlmServer,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Fabric } from '../../../../src/interfaces/compose.ts';
+import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import {
   type FakeLlmServer,

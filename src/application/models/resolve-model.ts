@@ -1,0 +1,134 @@
+import { FabricError } from '../../domain/errors.ts';
+import type { BackendProbe, CatalogModel } from '../ports.ts';
+import { plural } from '../../domain/words.ts';
+
+/** The model a run will use, and why it was chosen. */
+export interface ModelChoice {
+  readonly model: CatalogModel;
+  readonly reason: string;
+}
+
+export interface ResolveOptions {
+  /** `--model`: must exist; no fallback. */
+  readonly flagModel?: string | undefined;
+  /** The specialist's `model:` (aliases already expanded): used when some healthy backend has it. */
+  readonly configuredModel?: string | undefined;
+}
+
+/** Ollama's rule: a name without a tag means `:latest`. */
+export function sameModel(a: string, b: string): boolean {
+  const norm = (id: string) => (/:[^/]+$/.test(id) ? id : `${id}:latest`).toLowerCase();
+  return a.toLowerCase() === b.toLowerCase() || norm(a) === norm(b);
+}
+
+/**
+ * Picks the model (SPEC §5): the requested one if a healthy backend has it; otherwise the best
+ * available — never an embedding model, never one known to lack tools; tool-capable before
+ * unknown; loaded before unloaded; then the smallest by parameter count.
+ */
+export function resolveModel(probes: readonly BackendProbe[], options: ResolveOptions): ModelChoice {
+  const healthy = probes.filter((probe) => probe.ok);
+  const all = healthy.flatMap((probe) => probe.models);
+  // The same model on several servers: the loaded copy first (no load wait), as for the best available.
+  const find = (id: string) => all.filter((model) => sameModel(model.id, id)).sort(compareCandidates)[0];
+  if (options.flagModel !== undefined) {
+    const found = find(options.flagModel);
+    if (found) return { model: found, reason: `--model ${options.flagModel}, found on ${where(found)}` };
+    throw noModel(
+      probes,
+      healthy.length === 0
+        ? `No model server answered, so the model "${options.flagModel}" given with --model cannot be used.`
+        : `No backend has the model "${options.flagModel}" given with --model.`,
+    );
+  }
+  let prefix = '';
+  if (options.configuredModel !== undefined) {
+    const found = find(options.configuredModel);
+    if (found)
+      return {
+        model: found,
+        reason: `configured model ${options.configuredModel}, found on ${where(found)}`,
+      };
+    prefix = `configured model ${options.configuredModel} is not on any backend; `;
+  }
+  const candidates = all.filter(isCandidate);
+  const ranked = [...candidates].sort(compareCandidates);
+  const best = ranked[0];
+  if (!best) {
+    const skipped =
+      all.length > 0
+        ? ` (${plural(all.length, 'model')} seen, all embedding models or without tool support)`
+        : '';
+    const headline =
+      healthy.length === 0
+        ? 'No model server answered, so no model can be chosen.'
+        : `No tool-capable chat model is available${skipped}.`;
+    throw noModel(probes, headline);
+  }
+  return { model: best, reason: `${prefix}best available: ${describeRank(best)}, on ${where(best)}` };
+}
+
+/** A model the best-available rule may pick: a chat model not known to lack tools. */
+export function isCandidate(model: CatalogModel): boolean {
+  return model.type !== 'embedding' && model.toolUse !== false;
+}
+
+function compareCandidates(a: CatalogModel, b: CatalogModel): number {
+  const tools = rank(a.toolUse) - rank(b.toolUse);
+  if (tools !== 0) return tools;
+  const loaded = rank(a.loaded) - rank(b.loaded);
+  if (loaded !== 0) return loaded;
+  return (a.paramsB ?? Number.POSITIVE_INFINITY) - (b.paramsB ?? Number.POSITIVE_INFINITY);
+}
+
+/** true before unknown before false. */
+function rank(flag: boolean | undefined): number {
+  return flag === true ? 0 : flag === undefined ? 1 : 2;
+}
+
+function describeRank(model: CatalogModel): string {
+  const parts = [
+    model.toolUse === true ? 'tool-capable' : 'tool capability unknown',
+    model.loaded === true ? 'loaded' : model.loaded === false ? 'not loaded' : 'load state unknown',
+    model.paramsB === undefined ? 'size unknown' : `${Number(model.paramsB.toPrecision(3))}B parameters`,
+  ];
+  return `${model.id} (${parts.join(', ')})`;
+}
+
+function where(model: CatalogModel): string {
+  return `${model.backend} ${model.baseUrl}`;
+}
+
+/**
+ * `backend_unavailable` when no server answered at all (start one), `model_not_found` when some
+ * did but none has a usable model (load or pull one): the two have different fixes (issue 20).
+ */
+function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
+  const lines = probes.map((probe) => {
+    if (!probe.ok)
+      return `  - ${probe.backend} ${probe.baseUrl}: unreachable (${probe.error ?? 'no answer'})`;
+    const models = probe.models.map((model) => describeModel(model)).join(', ');
+    return `  - ${probe.backend} ${probe.baseUrl}: ${probe.models.length === 0 ? 'no models' : models}`;
+  });
+  // Nothing answered: the fix is to start a server, not to load a model into one.
+  const answered = probes.some((probe) => probe.ok);
+  const advice = answered
+    ? 'Load a tool-capable model in LM Studio (`lms load <model>`) or pull one with Ollama ' +
+      '(`ollama pull qwen2.5-coder:7b`), or point LM_STUDIO_URL / OLLAMA_HOST at a server that has one.'
+    : "Start LM Studio's server (`lms server start`) or Ollama (`ollama serve`), or point " +
+      'LM_STUDIO_URL / OLLAMA_HOST at a running one; `fabric health lm` checks them.';
+  return new FabricError(
+    answered ? 'model_not_found' : 'backend_unavailable',
+    `${headline}\nAsked:\n${lines.join('\n')}\n${advice}`,
+    {
+      details: { probes },
+    },
+  );
+}
+
+function describeModel(model: CatalogModel): string {
+  const notes: string[] = [];
+  if (model.type === 'embedding') notes.push('embedding');
+  if (model.toolUse === false) notes.push('no tools');
+  return notes.length > 0 ? `${model.id} (${notes.join(', ')})` : model.id;
+}

@@ -1,0 +1,120 @@
+/**
+ * The run queue's ports (issue 17): runs requested over HTTP wait in a queue until a
+ * `fabric worker` on some host takes one, runs it through its own Fabric and reports back
+ * through the control plane. Adapters live in `src/infrastructure/queue/`. Nothing here does I/O.
+ */
+import type { BatteryTaskSpec } from '../battery/battery-types.ts';
+import type { CellOutcome } from '../battery/cell-executor.ts';
+
+/** A run waiting for a worker: what `POST /v1/runs` accepted, with the id it answered. */
+export interface QueuedRun {
+  readonly runId: string;
+  readonly specialist: string;
+  readonly task: string;
+  /** A path every worker can reach (a shared mount); none: the specialist's default. */
+  readonly workspace?: string | undefined;
+  readonly model?: string | undefined;
+  readonly maxSteps?: number | undefined;
+  /** Recorded in the run's `run_start` (a battery cell's battery, task, model, repeat). */
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+  /** Set when the run is a battery cell: the worker also runs its checks and reports back. */
+  readonly cell?: QueuedCell | undefined;
+}
+
+/** A battery cell's part of a queued run (issue 17). */
+export interface QueuedCell {
+  /** The battery's workspace archive (`CellReports.putArchive`); none: the battery has no workspace. */
+  readonly archive?: string | undefined;
+  /** The cell's task with its `expect` checks, which run on the worker after the run. */
+  readonly spec: BatteryTaskSpec;
+}
+
+/**
+ * Where battery cells meet their workers: the battery's workspace, archived once, and each
+ * cell's outcome (its run and checks), reported by the worker that ran it.
+ */
+export interface CellReports {
+  putArchive(id: string, archive: Uint8Array): Promise<void>;
+  /** The archive's bytes; throws when there is no such archive. */
+  archive(id: string): Promise<Uint8Array>;
+  report(runId: string, outcome: CellOutcome): Promise<void>;
+  /** The outcome a worker reported for the run, or null while none has. */
+  outcome(runId: string): Promise<CellOutcome | null>;
+}
+
+/** A run a worker took from the queue; `settle` tells the queue it is done with it. */
+export interface TakenRun {
+  readonly run: QueuedRun;
+  /** The queue's own id of the job (for logs). */
+  readonly jobId: string;
+}
+
+/** How a taken run went, for the queue's bookkeeping (the control plane holds the run itself). */
+export type TakenRunOutcome = 'ended' | 'not_started';
+
+/**
+ * The queue. A job is taken once: a worker that dies after taking it does not hand it back
+ * (its run is `interrupted`, never silently retried: tools have side effects); a job nobody
+ * took waits for any worker that serves its specialist.
+ */
+export interface RunQueue {
+  /** Makes the queue ready (its schema, a queue per specialist). Idempotent. */
+  prepare(specialists: readonly string[]): Promise<void>;
+  enqueue(run: QueuedRun): Promise<void>;
+  /** Takes up to `limit` waiting runs of these specialists, oldest first. */
+  take(specialists: readonly string[], limit: number): Promise<readonly TakenRun[]>;
+  settle(taken: TakenRun, outcome: TakenRunOutcome): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A worker as it reports itself. */
+export interface WorkerInfo {
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly specialists: readonly string[];
+  readonly concurrency: number;
+  /** The runs it has in progress. */
+  readonly runs: readonly string[];
+}
+
+/** A worker as the registry shows it. */
+export interface WorkerRow extends WorkerInfo {
+  /** `running`; `stopped` after a clean shutdown; `dead` once its heartbeat stopped. */
+  readonly state: 'running' | 'stopped' | 'dead';
+  readonly started_at: string;
+  readonly last_heartbeat: string;
+}
+
+/**
+ * Where workers report themselves and where runs' queue-side states are kept: `queued` rows,
+ * cancel requests, runs of dead workers marked `interrupted`. Times are the database's clock,
+ * so hosts' clocks need not agree.
+ */
+export interface WorkerRegistry {
+  /** Records a run the server queued, as a `queued` row of the control plane. */
+  recordQueued(run: QueuedRun): Promise<void>;
+  /** A worker took the run: its row goes `running` (the mirror fills in the rest). */
+  recordTaken(runId: string): Promise<void>;
+  /**
+   * The run could not start on the worker (no model, a pack that fails: `failed`), or was
+   * cancelled before it started (`cancelled`): its row says so, and why.
+   */
+  recordNotStarted(
+    runId: string,
+    status: 'failed' | 'cancelled',
+    error: { readonly code: string; readonly message: string },
+  ): Promise<void>;
+  heartbeat(worker: WorkerInfo): Promise<void>;
+  stopped(workerId: string): Promise<void>;
+  list(): Promise<readonly WorkerRow[]>;
+  /**
+   * Workers silent for longer than `deadAfterMs` are `dead`; their runs still `running` (or
+   * taken and not yet started) become `interrupted`. Returns those run ids. Idempotent.
+   */
+  reapDeadWorkers(deadAfterMs: number): Promise<readonly string[]>;
+  requestCancel(runId: string): Promise<void>;
+  /** Of these runs, the ones someone asked to cancel. */
+  cancelRequested(runIds: readonly string[]): Promise<readonly string[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,204 @@
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../../domain/messages.ts';
+import type { RunResult, RunStatus } from '../../domain/run-result.ts';
+import type { Conversation } from './model-turn.ts';
+import type { ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack, Tool } from '../ports.ts';
+import type { RunOwner } from '../runs/process-liveness.ts';
+import { newRunId } from './run-id.ts';
+import { RunRecorder } from './run-recorder.ts';
+import { type StepOutcome, runStep } from './step.ts';
+import { FINISH_TOOL } from './tool-dispatch.ts';
+
+/** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
+export interface ExecuteTaskInput {
+  readonly specialist: string;
+  readonly task: string;
+  readonly pack: SpecialistPack;
+  readonly chat: ChatClient;
+  readonly model: { readonly id: string; readonly backend: string; readonly reason?: string };
+  readonly runLogStore: RunLogStore;
+  readonly observers?: readonly RunObserver[];
+  readonly limits: {
+    readonly maxSteps: number;
+    readonly budgetMs: number;
+    readonly recoverTextToolCalls: boolean;
+  };
+  readonly workspace: string | null;
+  readonly configDigest: string;
+  readonly fabricVersion: string;
+  readonly clock: Clock;
+  readonly signal: AbortSignal;
+  readonly runId?: string;
+  /**
+   * The process running the loop, recorded in `run_start` so readers can tell a run in progress
+   * from one whose process died (SPEC §6). The composition root passes its pid and host name.
+   */
+  readonly owner?: RunOwner;
+  /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+const FINAL_TURN_GRACE_MS = 120_000;
+
+/**
+ * The tool loop (SPEC §3): open the pack, ask the model, run its tool calls, until `finish_task`
+ * is accepted, the model answers in plain text, the step or time budget runs out, or the run is
+ * cancelled. Every outcome is written to the runlog and returned; it never ends silently.
+ */
+export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
+  const runId = input.runId ?? newRunId(input.clock);
+  const log = await input.runLogStore.create(runId);
+  const recorder = new RunRecorder(log, input.observers ?? []);
+  const started = Date.now();
+  const state = { steps: 0, usage: ZERO_USAGE as Usage };
+  let status: RunStatus = 'failed';
+  let payload: Record<string, unknown> | null = null;
+  let failure: { code: string; message: string } | null = null;
+  const budget = AbortSignal.timeout(input.limits.budgetMs);
+  const signal = AbortSignal.any([input.signal, budget]);
+  try {
+    await recordStart(recorder, input);
+    await input.pack.open(input.signal);
+    const tools = input.pack.tools();
+    const conversation: Conversation = {
+      messages: [
+        { role: 'system', content: input.pack.systemPrompt },
+        { role: 'user', content: input.task },
+      ],
+      sentCount: 0,
+    };
+    const toolMap = new Map(tools.map((tool) => [tool.spec.name, tool]));
+    const specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
+    let outcome: StepOutcome = { kind: 'continue' };
+    while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
+      state.steps += 1;
+      outcome = await runStep({
+        ...stepInput(input, recorder, conversation, toolMap, runId, state),
+        specs,
+        signal,
+      });
+    }
+    if (input.signal.aborted) throw input.signal.reason;
+    switch (outcome.kind) {
+      case 'finished':
+        status = 'succeeded';
+        payload = outcome.payload;
+        break;
+      case 'continue': {
+        // Out of steps or time: one last request that offers only finish_task (SPEC §3).
+        const why = budget.aborted
+          ? `The time budget of ${Math.round(input.limits.budgetMs / 1000)} s is used up.`
+          : `The step limit of ${input.limits.maxSteps} is reached.`;
+        conversation.messages.push({
+          role: 'user',
+          content: `${why} Stop working now and call finish_task: report what you did, what works, and what is left to do.`,
+        });
+        state.steps += 1;
+        const finalSignal = AbortSignal.any([input.signal, AbortSignal.timeout(FINAL_TURN_GRACE_MS)]);
+        const final = await runStep({
+          // Only finish_task is offered, so only finish_task is answered.
+          ...stepInput(input, recorder, conversation, new Map(), runId, state),
+          specs: [finishSpec(input.pack)],
+          signal: finalSignal,
+          finalTurn: true,
+        });
+        if (input.signal.aborted) throw input.signal.reason;
+        status = 'max_steps';
+        payload =
+          final.kind === 'finished'
+            ? final.payload
+            : { summary: `${why} The model did not report through finish_task.` };
+        break;
+      }
+    }
+  } catch (error) {
+    if (input.signal.aborted) {
+      status = 'cancelled';
+      failure = { code: 'run_cancelled', message: 'The run was cancelled.' };
+    } else {
+      status = 'failed';
+      failure =
+        error instanceof FabricError
+          ? { code: error.code, message: error.message }
+          : { code: 'internal', message: `Unexpected error: ${errorMessage(error)}` };
+    }
+  } finally {
+    await input.pack.close().catch(() => {});
+  }
+  await recorder.record({
+    kind: 'run_end',
+    status,
+    payload,
+    error: failure,
+    steps: state.steps,
+    usage: usageFields(state.usage),
+    duration_ms: Date.now() - started,
+  });
+  await log.close();
+  return {
+    run_id: runId,
+    status,
+    payload,
+    error: failure,
+    model: input.model.id,
+    backend: input.model.backend,
+    steps: state.steps,
+    usage: usageFields(state.usage),
+    runlog: log.location,
+  };
+}
+
+function stepInput(
+  input: ExecuteTaskInput,
+  recorder: RunRecorder,
+  conversation: Conversation,
+  tools: ReadonlyMap<string, Tool>,
+  runId: string,
+  state: { steps: number; usage: Usage },
+) {
+  return {
+    chat: input.chat,
+    model: input.model.id,
+    recorder,
+    conversation,
+    tools,
+    pack: input.pack,
+    runId,
+    step: state.steps,
+    recoverTextToolCalls: input.limits.recoverTextToolCalls,
+    finalTurn: false,
+    addUsage: (usage: Usage) => {
+      state.usage = addUsage(state.usage, usage);
+    },
+  };
+}
+
+async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Promise<void> {
+  await recorder.record({
+    kind: 'run_start',
+    specialist: input.specialist,
+    task: input.task,
+    model: input.model.id,
+    backend: input.model.backend,
+    ...(input.model.reason === undefined ? {} : { model_reason: input.model.reason }),
+    workspace: input.workspace,
+    config_digest: input.configDigest,
+    fabric_version: input.fabricVersion,
+    max_steps: input.limits.maxSteps,
+    budget_s: Math.round(input.limits.budgetMs / 1000),
+    ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
+    ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
+  });
+}
+
+function finishSpec(pack: SpecialistPack): ToolSpec {
+  return { name: FINISH_TOOL, description: pack.finish.description, parameters: pack.finish.parameters };
+}
+
+function usageFields(usage: Usage) {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.totalTokens,
+  };
+}

@@ -1,0 +1,114 @@
+import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/messages.ts';
+import { type Conversation, requestModelTurn } from './model-turn.ts';
+import type { ChatClient, SpecialistPack, Tool } from '../ports.ts';
+import type { RunRecorder } from './run-recorder.ts';
+import { recoverTextToolCalls } from './text-tool-calls.ts';
+import { dispatchToolCall } from './tool-dispatch.ts';
+
+/** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
+export type StepOutcome =
+  | { readonly kind: 'continue' }
+  | {
+      readonly kind: 'finished';
+      readonly payload: Record<string, unknown>;
+      readonly via: 'finish_task' | 'text';
+    };
+
+export interface StepInput {
+  readonly chat: ChatClient;
+  readonly model: string;
+  readonly recorder: RunRecorder;
+  readonly conversation: Conversation;
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly specs: readonly ToolSpec[];
+  readonly pack: SpecialistPack;
+  readonly runId: string;
+  readonly step: number;
+  readonly recoverTextToolCalls: boolean;
+  readonly finalTurn: boolean;
+  readonly signal: AbortSignal;
+  addUsage(usage: Usage): void;
+}
+
+const EMPTY_REPLY_NUDGE =
+  'Your reply had no text and no tool call. Call one of the tools, or call finish_task with your result.';
+
+/**
+ * One model request and the tool calls it asked for. The step works under its own signal, tied
+ * to the run's: libraries that add an abort listener per request (the openai SDK does) then add
+ * it to a signal that lives one step, instead of piling listeners on the run's signal.
+ */
+export async function runStep(input: StepInput): Promise<StepOutcome> {
+  const scope = new AbortController();
+  const relay = () => scope.abort(input.signal.reason);
+  if (input.signal.aborted) relay();
+  else input.signal.addEventListener('abort', relay, { once: true });
+  try {
+    return await runScopedStep({ ...input, signal: scope.signal });
+  } finally {
+    input.signal.removeEventListener('abort', relay);
+  }
+}
+
+async function runScopedStep(input: StepInput): Promise<StepOutcome> {
+  const { recorder, conversation, step } = input;
+  const turn = await requestModelTurn({
+    chat: input.chat,
+    model: input.model,
+    recorder,
+    conversation,
+    tools: input.specs,
+    step,
+    finalTurn: input.finalTurn,
+    signal: input.signal,
+  });
+  input.addUsage(turn.usage);
+  let calls: readonly ToolCall[] = turn.toolCalls;
+  let assistantContent = turn.content;
+  if (calls.length === 0 && input.recoverTextToolCalls) {
+    const offered = new Set(input.specs.map((spec) => spec.name));
+    const recovered = recoverTextToolCalls(turn.content, offered, step);
+    if (recovered) {
+      await recorder.record({
+        kind: 'tool_call_recovered',
+        step,
+        format: recovered.format,
+        tool_calls: recovered.calls.map((call) => ({ ...call })),
+      });
+      calls = recovered.calls;
+      // The call now lives in tool_calls; sending the text back too would show it twice.
+      assistantContent = '';
+    }
+  }
+  if (calls.length === 0) {
+    const text = turn.content.trim();
+    if (text === '') {
+      conversation.messages.push({ role: 'assistant', content: '', toolCalls: [] });
+      conversation.messages.push({ role: 'user', content: EMPTY_REPLY_NUDGE });
+      return { kind: 'continue' };
+    }
+    await recorder.record({ kind: 'text_fallback', step, content: text });
+    return { kind: 'finished', payload: { summary: text }, via: 'text' };
+  }
+  const assistant: AssistantMessage = { role: 'assistant', content: assistantContent, toolCalls: calls };
+  conversation.messages.push(assistant);
+  const context = { runId: input.runId, step, signal: input.signal };
+  for (const call of calls) {
+    const outcome = await dispatchToolCall({
+      call,
+      tools: input.tools,
+      pack: input.pack,
+      recorder,
+      context,
+      applyGate: !input.finalTurn,
+    });
+    switch (outcome.kind) {
+      case 'answered':
+        conversation.messages.push(outcome.message);
+        break;
+      case 'finished':
+        return { kind: 'finished', payload: outcome.payload, via: 'finish_task' };
+    }
+  }
+  return { kind: 'continue' };
+}

@@ -1,0 +1,167 @@
+import { ToolError, errorMessage } from '../../domain/errors.ts';
+import type { ToolCall, ToolMessage } from '../../domain/messages.ts';
+import type { RunEventBodies } from '../../domain/run-events.ts';
+import {
+  type SpecialistPack,
+  type Tool,
+  type ToolContext,
+  type ToolOutput,
+  hasFinishGate,
+} from '../ports.ts';
+import type { RunRecorder } from './run-recorder.ts';
+
+export const FINISH_TOOL = 'finish_task';
+
+/** Bound on what one tool result may add to the conversation. Packs bound their own output first. */
+const MAX_RESULT_CHARS = 64 * 1024;
+
+/** What one tool call came to. */
+export type CallOutcome =
+  | { readonly kind: 'answered'; readonly message: ToolMessage }
+  | { readonly kind: 'finished'; readonly payload: Record<string, unknown> };
+
+type ToolErrorReason = RunEventBodies['tool_error']['reason'];
+
+/** Executes one tool call; every failure becomes the tool result the model sees, never a thrown error. */
+export async function dispatchToolCall(options: {
+  call: ToolCall;
+  tools: ReadonlyMap<string, Tool>;
+  pack: SpecialistPack;
+  recorder: RunRecorder;
+  context: ToolContext;
+  /** On the final finish-only turn, the finish gate is not applied: the run ends either way. */
+  applyGate: boolean;
+}): Promise<CallOutcome> {
+  const { call, tools, recorder, context } = options;
+  await recorder.record({
+    kind: 'tool_call',
+    step: context.step,
+    call_id: call.id,
+    tool: call.name,
+    arguments: call.arguments,
+  });
+  if (call.name === FINISH_TOOL) return handleFinish(options);
+  const started = Date.now();
+  const fail = async (reason: ToolErrorReason, error: string): Promise<CallOutcome> => {
+    await recorder.record({
+      kind: 'tool_error',
+      step: context.step,
+      call_id: call.id,
+      tool: call.name,
+      error,
+      reason,
+      duration_ms: Date.now() - started,
+    });
+    return answer(call, `Error: ${error}`);
+  };
+  const tool = tools.get(call.name);
+  if (!tool) {
+    const names = [...tools.keys(), FINISH_TOOL].join(', ');
+    return fail('unknown_tool', `There is no tool "${call.name}". The tools are: ${names}.`);
+  }
+  const parsed = parseArguments(call.arguments);
+  if (!parsed.ok) return fail(parsed.reason, parsed.message);
+  const validation = tool.validate(parsed.value);
+  if (!validation.ok)
+    return fail('invalid_arguments', `Invalid arguments for ${call.name}: ${validation.message}.`);
+  try {
+    const output = await tool.run(validation.value, context);
+    const result = bound(outputText(output));
+    const diff = typeof output === 'string' ? undefined : output.diff;
+    await recorder.record({
+      kind: 'tool_result',
+      step: context.step,
+      call_id: call.id,
+      tool: call.name,
+      result,
+      duration_ms: Date.now() - started,
+      ...(diff ? { diff } : {}),
+    });
+    return answer(call, result);
+  } catch (error) {
+    if (context.signal.aborted) throw error;
+    if (error instanceof ToolError && error.securityEvent) {
+      const event = error.securityEvent;
+      await recorder.record({
+        kind: 'security_event',
+        step: context.step,
+        call_id: call.id,
+        tool: call.name,
+        event_type: event.eventType,
+        rule: event.rule,
+        ...(event.requested === undefined ? {} : { requested: event.requested }),
+        ...(event.resolved === undefined ? {} : { resolved: event.resolved }),
+      });
+      return fail('refused', error.message);
+    }
+    const reason: ToolErrorReason = /timed? ?out/i.test(errorMessage(error)) ? 'timeout' : 'failed';
+    return fail(
+      reason,
+      error instanceof ToolError ? error.message : `${call.name} failed: ${errorMessage(error)}`,
+    );
+  }
+}
+
+async function handleFinish(options: {
+  call: ToolCall;
+  pack: SpecialistPack;
+  recorder: RunRecorder;
+  context: ToolContext;
+  applyGate: boolean;
+}): Promise<CallOutcome> {
+  const { call, pack, recorder, context } = options;
+  const reject = async (reason: 'invalid_payload' | 'gate_failed', message: string): Promise<CallOutcome> => {
+    await recorder.record({ kind: 'finish_rejected', step: context.step, call_id: call.id, reason, message });
+    return answer(call, `finish_task was not accepted: ${message}`);
+  };
+  const parsed = parseArguments(call.arguments);
+  if (!parsed.ok)
+    return reject('invalid_payload', `${parsed.message} Call finish_task again with a JSON object.`);
+  const validation = pack.finish.validate(parsed.value);
+  if (!validation.ok) {
+    return reject('invalid_payload', `${validation.message}. Fix these fields and call finish_task again.`);
+  }
+  if (options.applyGate && hasFinishGate(pack)) {
+    const gate = await pack.checkFinish(validation.value, context);
+    if (!gate.ok) return reject('gate_failed', gate.message);
+  }
+  return { kind: 'finished', payload: validation.value };
+}
+
+type Parsed =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly reason: 'invalid_json' | 'invalid_arguments'; readonly message: string };
+
+function parseArguments(text: string): Parsed {
+  if (text.trim() === '') return { ok: true, value: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const excerpt = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    return {
+      ok: false,
+      reason: 'invalid_json',
+      message: `The arguments are not valid JSON (${errorMessage(error)}): ${excerpt}`,
+    };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, reason: 'invalid_arguments', message: 'The arguments must be a JSON object.' };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** The text of a tool's answer, the part the model sees. */
+export function outputText(output: string | ToolOutput): string {
+  return typeof output === 'string' ? output : output.text;
+}
+
+function answer(call: ToolCall, content: string): CallOutcome {
+  return { kind: 'answered', message: { role: 'tool', toolCallId: call.id, name: call.name, content } };
+}
+
+function bound(text: string): string {
+  if (text.length <= MAX_RESULT_CHARS) return text;
+  const omitted = text.length - MAX_RESULT_CHARS;
+  return `${text.slice(0, MAX_RESULT_CHARS)}\n[… ${omitted} characters cut: ask for a smaller part]`;
+}

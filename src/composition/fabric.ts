@@ -1,0 +1,379 @@
+/**
+ * The composition root shared by the CLI, the HTTP API and the MCP server: it builds the
+ * adapters from the config and injects them into the application.
+ */
+import { hostname } from 'node:os';
+import process from 'node:process';
+import { executeTask } from '../application/run/execute-task.ts';
+import type {
+  BackendProbe,
+  ChatClient,
+  ModelCatalog,
+  RunObserver,
+  SpecialistPack,
+} from '../application/ports.ts';
+import type { ControlStore } from '../application/control/control-ports.ts';
+import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
+import { RequestLimiter, limitRequests } from '../application/run/request-limiter.ts';
+import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
+import { newRunId } from '../application/run/run-id.ts';
+import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/models/resolve-model.ts';
+import { type Environment, readEnvironment } from '../config/env.ts';
+import type { FabricConfig } from '../config/load.ts';
+import { FabricError, errorMessage } from '../domain/errors.ts';
+import type { RunResult } from '../domain/run-result.ts';
+import { ControlPlane } from '../infrastructure/control/control-plane.ts';
+import { openControlStore } from '../infrastructure/control/open-control-store.ts';
+import { type QueueServices, openRunQueue } from '../infrastructure/queue/open-run-queue.ts';
+import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
+import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
+import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
+import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
+import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
+import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
+import { systemClock } from '../infrastructure/clock.ts';
+import { FABRIC_VERSION } from './version.ts';
+
+/** This process, as the owner of the runs it makes. */
+const RUN_OWNER = { pid: process.pid, host: hostname() };
+
+/** What a run request carries, from any interface. */
+export interface RunRequest {
+  readonly specialist: string;
+  readonly task: string;
+  readonly workspace?: string | undefined;
+  readonly model?: string | undefined;
+  readonly maxSteps?: number | undefined;
+  readonly observers?: readonly RunObserver[];
+  readonly signal: AbortSignal;
+  /** The run id to use, for callers that must know it before the run starts (the HTTP API). */
+  readonly runId?: string | undefined;
+  /** Told which model was chosen and why, before the run starts. */
+  readonly onModelChosen?: (choice: ModelChoice) => void;
+  /** Told about trouble that does not stop the run (the control database is off), once per run. */
+  readonly onNotice?: (message: string) => void;
+  /**
+   * When another run holds the workspace: wait for it (the default), or fail at once with
+   * `workspace_busy` (SPEC §10). `onNotice` hears who holds it while the run waits.
+   */
+  readonly waitForWorkspace?: boolean;
+  /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+/** What a Fabric takes besides its config. */
+export interface FabricOptions {
+  /** The environment stdio MCP servers start from (only PATH and HOME); default: the process's. */
+  readonly env?: Environment;
+  /**
+   * How long the process lives. `server` (the default: `fabric serve`, `fabric mcp`, embedding
+   * applications) holds the embedded control database while it runs and writes into it the
+   * runlogs other processes wrote (SPEC §7). `one_shot` (`fabric run`) leaves the embedded
+   * database closed — booting it would cost a short command more than its run — and its runs
+   * reach it from their runlogs when a server, `fabric runs` or `fabric control` next opens it;
+   * a Postgres store is mirrored to live either way.
+   */
+  readonly lifetime?: 'server' | 'one_shot';
+  /**
+   * Told once about process-wide trouble (the control database went away); runs hear it too.
+   * Each message says what it is about (`control plane unavailable (db_off) …`): print it as it is.
+   */
+  readonly onDegraded?: (message: string) => void;
+}
+
+/** Which sources a reader of runs wires into its read model (`Fabric.runReadModel`). */
+export interface RunReadModelOptions {
+  /** The runs in progress in this process that the reader can see (a server's hub). */
+  readonly live?: LiveRuns | undefined;
+  /**
+   * When a run with no runlog here is looked for in the control plane: `always` (MCP), or only
+   * while runs are queued for workers (`queue`, the HTTP API: issue 17). Default `always`.
+   */
+  readonly control?: 'always' | 'queue' | 'never';
+  /** `list` merges the control plane's newest runs with the runlogs (as `fabric runs` does). */
+  readonly listControlRuns?: boolean;
+  /** A control row still `running` stands until its run_end or the reaper (the HTTP API, issue 17). */
+  readonly controlRowDecides?: boolean;
+  /** Tells whether a run's process still exists; default: this machine's. */
+  readonly liveness?: ProcessLiveness | undefined;
+  /** How many ended runs' records to keep between calls (the viewer's paging); default none. */
+  readonly cacheEnded?: number;
+}
+
+/**
+ * Builds the fabric for a config: the one composition root (SPEC §10). The process-wide
+ * resources — the model backends' catalog and server pool, the request limiter, the control
+ * store and its mirror — are made once here and shared by every run of the process; `close()`
+ * waits for the runs in progress and releases them.
+ */
+export function createFabric(config: FabricConfig, options: FabricOptions = {}): Fabric {
+  return new Fabric(config, options);
+}
+
+/** The fabric's services for one config; build it with `createFabric`. */
+export class Fabric {
+  readonly config: FabricConfig;
+  readonly registry: ConfigRegistry;
+  readonly runLogStore: FileRunLogStore;
+  readonly catalog: ModelCatalog;
+  /** Caps model requests in flight across every run of this Fabric (`llm.max_concurrent_requests`). */
+  readonly limiter: RequestLimiter;
+  readonly #llm: LlmBackends;
+  readonly #options: FabricOptions;
+  /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
+  #control: Promise<ControlPlane | null> | undefined;
+  /** The run queue and worker registry (`queue: postgres`), opened on first use. */
+  #queue: Promise<QueueServices> | undefined;
+  readonly #inflight = new Set<Promise<unknown>>();
+  /** Runs are numbered as they start: the limiter serves earlier runs first. */
+  #runsStarted = 0;
+  #closing: Promise<void> | null = null;
+
+  constructor(config: FabricConfig, options: FabricOptions = {}) {
+    this.config = config;
+    this.#options = options;
+    this.registry = new ConfigRegistry({
+      specialists: config.specialists,
+      baseDir: config.baseDir,
+      builtins: BUILTIN_PACKS,
+      // The run record and the config in use are out of every pack's reach (SPEC §6).
+      settings: {
+        searxngUrl: config.search.searxng_url,
+        runsDir: config.runs_dir,
+        configFile: config.source,
+      },
+      // Attaches a specialist's mcp_servers (a no-op when it has none); pack builders know nothing of it.
+      wrap: createMcpWrap({
+        hostEnv: options.env ?? readEnvironment(),
+        baseDir: config.baseDir,
+        clientVersion: FABRIC_VERSION,
+      }),
+    });
+    this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
+    // LM Studio (servers pooled) and Ollama, probed concurrently, cached, with health-aware routing.
+    this.#llm = new LlmBackends(config.llm);
+    this.catalog = this.#llm.catalog;
+    this.limiter = new RequestLimiter(config.llm.max_concurrent_requests);
+  }
+
+  /** Resolves the model for a specialist: `--model`, else its configured model (aliases expanded), else the best available. */
+  async chooseModel(
+    specialist: string,
+    flagModel: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<ModelChoice> {
+    const probes: readonly BackendProbe[] = await this.catalog.probe(signal);
+    return resolveModel(probes, this.#resolveOptions(specialist, flagModel));
+  }
+
+  #resolveOptions(specialist: string, flagModel: string | undefined): ResolveOptions {
+    const configured = this.registry.config(specialist).model;
+    return {
+      flagModel: flagModel === undefined ? undefined : this.#expandAlias(flagModel),
+      configuredModel: configured === undefined ? undefined : this.#expandAlias(configured),
+    };
+  }
+
+  #expandAlias(name: string): string {
+    return this.config.llm.models[name] ?? name;
+  }
+
+  /** Forgets what the backends were last seen to have, so the next run asks them again. */
+  refreshCatalog(): void {
+    this.#llm.catalog.invalidate();
+  }
+
+  /**
+   * The process's control store (opened on first use), or null when the control plane is
+   * disabled, or embedded in a `one_shot` process.
+   */
+  controlStore(): Promise<ControlStore | null> {
+    return this.#controlPlane().then((plane) => plane?.store ?? null);
+  }
+
+  /**
+   * The read model of runs (issue 21) over this fabric's runlogs and its control plane (the
+   * process's one store, where a worker's runs and the queued ones are).
+   */
+  runReadModel(options: RunReadModelOptions = {}): RunReadModel {
+    const liveness = options.liveness ?? new LocalProcessLiveness();
+    const mode = options.control ?? 'always';
+    const control =
+      mode === 'never'
+        ? undefined
+        : async () => (mode === 'queue' && (await this.runQueue()) === null ? null : this.controlStore());
+    return new RunReadModel({
+      runLogs: this.runLogStore,
+      live: options.live,
+      control,
+      controlListing: options.listControlRuns === true ? control : undefined,
+      check: () => ({ liveness, now: new Date() }),
+      controlRowDecides: options.controlRowDecides,
+      cacheEnded: options.cacheEnded,
+    });
+  }
+
+  /**
+   * The run queue and the worker registry, in the control plane's Postgres, when the config
+   * says `queue: postgres` (issue 17: `POST /v1/runs` enqueues, `fabric worker`s run); null when
+   * runs execute in-process. Opened once, on first use; an open that failed is tried again.
+   */
+  runQueue(): Promise<QueueServices | null> {
+    const dsn = this.config.control.dsn;
+    if (this.config.queue !== 'postgres' || dsn === undefined) return Promise.resolve(null);
+    if (this.#closing !== null)
+      return Promise.reject(
+        new FabricError('usage', 'This fabric is closed; create another to use the queue.'),
+      );
+    this.#queue ??= openRunQueue(dsn, {
+      onError: (error) => this.#options.onDegraded?.(`run queue: ${errorMessage(error)}`),
+    }).catch((error: unknown) => {
+      this.#queue = undefined;
+      throw new FabricError(
+        'queue_unavailable',
+        `The run queue could not be opened on the control database (${errorMessage(error)}); check that the Postgres of control.dsn / FABRIC_DSN runs.`,
+        { cause: error },
+      );
+    });
+    return this.#queue;
+  }
+
+  /** The process's control plane; opened once, on first use. */
+  #controlPlane(): Promise<ControlPlane | null> {
+    this.#control ??= this.#openControlPlane();
+    return this.#control;
+  }
+
+  async #openControlPlane(): Promise<ControlPlane | null> {
+    const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
+    if (embedded && this.#options.lifetime === 'one_shot') return null;
+    let store: ControlStore | null;
+    try {
+      store = await openControlStore({
+        enabled: this.config.control.enabled,
+        dsn: this.config.control.dsn,
+        runsDir: this.config.runs_dir,
+      });
+    } catch (error) {
+      // Even a store that cannot be built (a DSN the client rejects) never fails a run (SPEC §7).
+      this.#options.onDegraded?.(
+        `control plane unavailable (db_off): the control store could not be opened (${errorMessage(error)}); ` +
+          'check control.dsn / FABRIC_DSN (postgres://user@host:5432/db). Runs go on; `fabric control sync` writes them in later.',
+      );
+      return null;
+    }
+    if (store === null) return null;
+    const plane = new ControlPlane(store, this.runLogStore, {
+      // Only the embedded database has a single holder that must pick up others' runs.
+      backfillOthers: store.kind === 'pglite',
+      ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
+    });
+    plane.start();
+    return plane;
+  }
+
+  /** Runs a task end to end: pack, model, loop. Errors before the run starts are thrown. */
+  run(request: RunRequest): Promise<RunResult> {
+    if (this.#closing !== null)
+      return Promise.reject(new FabricError('usage', 'This fabric is closed; create another to start runs.'));
+    const priority = this.#runsStarted++;
+    const run = this.#run(request, priority);
+    this.#inflight.add(run);
+    const forget = () => this.#inflight.delete(run);
+    run.then(forget, forget);
+    return run;
+  }
+
+  /**
+   * Waits for the runs in progress to write their `run_end` (cancel them first to stop them),
+   * then writes what the mirror holds (bounded) and closes the control store. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#inflight]);
+      await (await this.#queue?.catch(() => undefined))?.close();
+      await (await this.#control)?.close();
+    })();
+    return this.#closing;
+  }
+
+  async #run(request: RunRequest, priority: number): Promise<RunResult> {
+    const specialistConfig = this.registry.config(request.specialist);
+    const choice = await this.chooseModel(request.specialist, request.model, request.signal);
+    request.onModelChosen?.(choice);
+    const pack = await this.registry.getPack(
+      request.specialist,
+      request.workspace === undefined ? {} : { workspace: request.workspace },
+    );
+    // Starts on the chosen backend; fails over to another backend with a suitable model.
+    const resolveOptions = this.#resolveOptions(request.specialist, request.model);
+    const chat = limitRequests(
+      await this.#llm.chatClientFor(choice, resolveOptions, request.signal),
+      this.limiter,
+      priority,
+    );
+    const workspace = request.workspace ?? specialistConfig.workspace;
+    const runId = request.runId ?? newRunId(systemClock);
+    // Mirrored to the control plane off the loop's path; the run never waits for the database,
+    // and a database that fails never fails the run (SPEC §7).
+    // One run at a time writes a workspace (SPEC §10); the lease is the run's own, released however it ends.
+    const lease =
+      workspace === undefined
+        ? undefined
+        : await lockWorkspace(workspace, runId, {
+            wait: request.waitForWorkspace ?? true,
+            signal: request.signal,
+            onWait: (holder) =>
+              request.onNotice?.(
+                `waiting for the workspace ${workspace}: run ${holder.run_id} (process ${holder.pid} on ${holder.host}) holds it.`,
+              ),
+          });
+    const control = await this.#controlPlane();
+    const mirror = control?.observe(runId, request.onNotice ?? (() => {}));
+    try {
+      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, mirror);
+    } finally {
+      control?.release(runId);
+      await lease?.release();
+    }
+  }
+
+  #execute(
+    request: RunRequest,
+    choice: ModelChoice,
+    pack: SpecialistPack,
+    chat: ChatClient,
+    workspace: string | undefined,
+    mirror: RunObserver | undefined,
+  ): Promise<RunResult> {
+    const specialistConfig = this.registry.config(request.specialist);
+    return executeTask({
+      specialist: request.specialist,
+      task: request.task,
+      pack,
+      chat,
+      model: {
+        id: choice.model.id,
+        backend: `${choice.model.backend} ${choice.model.baseUrl}`,
+        reason: choice.reason,
+      },
+      runLogStore: this.runLogStore,
+      observers: [...(request.observers ?? []), ...(mirror === undefined ? [] : [mirror])],
+      limits: {
+        maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? this.config.loop.max_steps,
+        budgetMs: (specialistConfig.budget_s ?? this.config.loop.budget_s) * 1000,
+        recoverTextToolCalls: this.config.loop.recover_text_tool_calls,
+      },
+      workspace: workspace ?? null,
+      configDigest: this.config.digest,
+      fabricVersion: FABRIC_VERSION,
+      clock: systemClock,
+      // Recorded in run_start: a run whose process is gone shows as interrupted (SPEC §6).
+      owner: RUN_OWNER,
+      ...(request.tags === undefined ? {} : { tags: request.tags }),
+      signal: request.signal,
+      ...(request.runId === undefined ? {} : { runId: request.runId }),
+    });
+  }
+}
