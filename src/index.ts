@@ -43,5 +43,5 @@ export {
   Fabric,
   type FabricOptions,
   type RunReadModelOptions,
-  type RunRequest,
 } from './composition/fabric.ts';
+export type { RunRequest } from './application/run/run-request.ts';

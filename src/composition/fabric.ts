@@ -3,8 +3,8 @@
  * adapters from the config and injects them into the application.
  */
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import process from 'node:process';
-import { executeTask } from '../application/run/execute-task.ts';
 import type {
   BackendProbe,
   ChatClient,
@@ -14,9 +14,10 @@ import type {
 } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
-import { RequestLimiter, limitRequests } from '../application/run/request-limiter.ts';
+import { RequestLimiter } from '../application/run/request-limiter.ts';
+import type { RunRequest } from '../application/run/run-request.ts';
+import { RunStarter } from '../application/run/start-run.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
-import { newRunId } from '../application/run/run-id.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -27,6 +28,7 @@ import { openControlStore } from '../infrastructure/control/open-control-store.t
 import { type QueueServices, openRunQueue } from '../infrastructure/queue/open-run-queue.ts';
 import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
 import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
+import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
@@ -37,30 +39,6 @@ import { FABRIC_VERSION } from './version.ts';
 
 /** This process, as the owner of the runs it makes. */
 const RUN_OWNER = { pid: process.pid, host: hostname() };
-
-/** What a run request carries, from any interface. */
-export interface RunRequest {
-  readonly specialist: string;
-  readonly task: string;
-  readonly workspace?: string | undefined;
-  readonly model?: string | undefined;
-  readonly maxSteps?: number | undefined;
-  readonly observers?: readonly RunObserver[];
-  readonly signal: AbortSignal;
-  /** The run id to use, for callers that must know it before the run starts (the HTTP API). */
-  readonly runId?: string | undefined;
-  /** Told which model was chosen and why, before the run starts. */
-  readonly onModelChosen?: (choice: ModelChoice) => void;
-  /** Told about trouble that does not stop the run (the control database is off), once per run. */
-  readonly onNotice?: (message: string) => void;
-  /**
-   * When another run holds the workspace: wait for it (the default), or fail at once with
-   * `workspace_busy` (SPEC §10). `onNotice` hears who holds it while the run waits.
-   */
-  readonly waitForWorkspace?: boolean;
-  /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
-  readonly tags?: Readonly<Record<string, string>>;
-}
 
 /** What a Fabric takes besides its config. */
 export interface FabricOptions {
@@ -120,6 +98,8 @@ export class Fabric {
   /** Caps model requests in flight across every run of this Fabric (`llm.max_concurrent_requests`). */
   readonly limiter: RequestLimiter;
   readonly #llm: LlmBackends;
+  /** The run use case, wired to this fabric's adapters. */
+  readonly #runs: RunStarter;
   readonly #options: FabricOptions;
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
   #control: Promise<ControlPlane | null> | undefined;
@@ -155,28 +135,46 @@ export class Fabric {
     this.#llm = new LlmBackends(config.llm);
     this.catalog = this.#llm.catalog;
     this.limiter = new RequestLimiter(config.llm.max_concurrent_requests);
+    const registry = this.registry;
+    const llm = this.#llm;
+    this.#runs = new RunStarter({
+      specialists: {
+        config: (name) => registry.config(name),
+        checkWorkspace: (name, workspace, requested) => checkWorkspace(name, resolve(workspace), requested),
+        buildPack: (name, workspace) => registry.getPack(name, workspace === undefined ? {} : { workspace }),
+      },
+      models: {
+        probe: (signal) => llm.catalog.probe(signal),
+        chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
+      },
+      locks: { lock: lockWorkspace },
+      mirror: () => this.#controlPlane(),
+      runLogStore: this.runLogStore,
+      limiter: this.limiter,
+      clock: systemClock,
+      owner: RUN_OWNER,
+      settings: {
+        aliases: config.llm.models,
+        maxSteps: config.loop.max_steps,
+        budgetS: config.loop.budget_s,
+        recoverTextToolCalls: config.loop.recover_text_tool_calls,
+        configDigest: config.digest,
+        fabricVersion: FABRIC_VERSION,
+      },
+    });
   }
 
   /** Resolves the model for a specialist: `--model`, else its configured model (aliases expanded), else the best available. */
-  async chooseModel(
-    specialist: string,
-    flagModel: string | undefined,
-    signal?: AbortSignal,
-  ): Promise<ModelChoice> {
-    const probes: readonly BackendProbe[] = await this.catalog.probe(signal);
-    return resolveModel(probes, this.#resolveOptions(specialist, flagModel));
+  chooseModel(specialist: string, flagModel: string | undefined, signal?: AbortSignal): Promise<ModelChoice> {
+    return this.#runs.chooseModel(specialist, flagModel, signal);
   }
 
-  #resolveOptions(specialist: string, flagModel: string | undefined): ResolveOptions {
-    const configured = this.registry.config(specialist).model;
-    return {
-      flagModel: flagModel === undefined ? undefined : this.#expandAlias(flagModel),
-      configuredModel: configured === undefined ? undefined : this.#expandAlias(configured),
-    };
-  }
-
-  #expandAlias(name: string): string {
-    return this.config.llm.models[name] ?? name;
+  /**
+   * Checks a request's specialist and workspace as a run would before anything else (SPEC §2):
+   * for callers that hand the run to someone else (the queue). Returns the run's workspace.
+   */
+  validateRun(request: Pick<RunRequest, 'specialist' | 'workspace'>): Promise<string | undefined> {
+    return this.#runs.validate(request);
   }
 
   /** Forgets what the backends were last seen to have, so the next run asks them again. */
@@ -278,7 +276,7 @@ export class Fabric {
     if (this.#closing !== null)
       return Promise.reject(new FabricError('usage', 'This fabric is closed; create another to start runs.'));
     const priority = this.#runsStarted++;
-    const run = this.#run(request, priority);
+    const run = this.#runs.run(request, priority);
     this.#inflight.add(run);
     const forget = () => this.#inflight.delete(run);
     run.then(forget, forget);
@@ -296,84 +294,5 @@ export class Fabric {
       await (await this.#control)?.close();
     })();
     return this.#closing;
-  }
-
-  async #run(request: RunRequest, priority: number): Promise<RunResult> {
-    const specialistConfig = this.registry.config(request.specialist);
-    const choice = await this.chooseModel(request.specialist, request.model, request.signal);
-    request.onModelChosen?.(choice);
-    const pack = await this.registry.getPack(
-      request.specialist,
-      request.workspace === undefined ? {} : { workspace: request.workspace },
-    );
-    // Starts on the chosen backend; fails over to another backend with a suitable model.
-    const resolveOptions = this.#resolveOptions(request.specialist, request.model);
-    const chat = limitRequests(
-      await this.#llm.chatClientFor(choice, resolveOptions, request.signal),
-      this.limiter,
-      priority,
-    );
-    const workspace = request.workspace ?? specialistConfig.workspace;
-    const runId = request.runId ?? newRunId(systemClock);
-    // Mirrored to the control plane off the loop's path; the run never waits for the database,
-    // and a database that fails never fails the run (SPEC §7).
-    // One run at a time writes a workspace (SPEC §10); the lease is the run's own, released however it ends.
-    const lease =
-      workspace === undefined
-        ? undefined
-        : await lockWorkspace(workspace, runId, {
-            wait: request.waitForWorkspace ?? true,
-            signal: request.signal,
-            onWait: (holder) =>
-              request.onNotice?.(
-                `waiting for the workspace ${workspace}: run ${holder.run_id} (process ${holder.pid} on ${holder.host}) holds it.`,
-              ),
-          });
-    const control = await this.#controlPlane();
-    const mirror = control?.observe(runId, request.onNotice ?? (() => {}));
-    try {
-      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, mirror);
-    } finally {
-      control?.release(runId);
-      await lease?.release();
-    }
-  }
-
-  #execute(
-    request: RunRequest,
-    choice: ModelChoice,
-    pack: SpecialistPack,
-    chat: ChatClient,
-    workspace: string | undefined,
-    mirror: RunObserver | undefined,
-  ): Promise<RunResult> {
-    const specialistConfig = this.registry.config(request.specialist);
-    return executeTask({
-      specialist: request.specialist,
-      task: request.task,
-      pack,
-      chat,
-      model: {
-        id: choice.model.id,
-        backend: `${choice.model.backend} ${choice.model.baseUrl}`,
-        reason: choice.reason,
-      },
-      runLogStore: this.runLogStore,
-      observers: [...(request.observers ?? []), ...(mirror === undefined ? [] : [mirror])],
-      limits: {
-        maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? this.config.loop.max_steps,
-        budgetMs: (specialistConfig.budget_s ?? this.config.loop.budget_s) * 1000,
-        recoverTextToolCalls: this.config.loop.recover_text_tool_calls,
-      },
-      workspace: workspace ?? null,
-      configDigest: this.config.digest,
-      fabricVersion: FABRIC_VERSION,
-      clock: systemClock,
-      // Recorded in run_start: a run whose process is gone shows as interrupted (SPEC §6).
-      owner: RUN_OWNER,
-      ...(request.tags === undefined ? {} : { tags: request.tags }),
-      signal: request.signal,
-      ...(request.runId === undefined ? {} : { runId: request.runId }),
-    });
   }
 }

@@ -9,7 +9,6 @@ import type {
 } from '../../application/ports.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
-import { checkWorkspace } from './check-workspace.ts';
 import { importPackModule } from './import-pack-module.ts';
 
 /** Built-in pack builders by name (`builtin:<name>`), imported only when used. */
@@ -74,8 +73,6 @@ export class ConfigRegistry implements SpecialistRegistry {
     const config = this.config(name);
     const builder = await this.#builder(name, config.builder);
     const workspace = options.workspace ?? config.workspace;
-    if (workspace !== undefined)
-      await checkWorkspace(name, resolve(workspace), options.workspace !== undefined);
     let pack: SpecialistPack;
     try {
       pack = await builder({

@@ -7,7 +7,6 @@ import { buildTimeline } from '../../application/replay/replay-timeline.ts';
 import { newRunId } from '../../application/run/run-id.ts';
 import { requireWholeRun } from '../../application/runs/whole-run.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
-import { checkWorkspace } from '../../infrastructure/registry/check-workspace.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
 import type { Fabric } from '../../composition/fabric.ts';
@@ -64,13 +63,13 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
 
   app.post('/', async (c) => {
     const body = validateBody(StartRunBody, await readJson(c.req.raw));
-    // Bad input is answered before a model is even looked for: 400, naming the path.
-    if (body.workspace !== undefined) await checkWorkspace(body.specialist, body.workspace, true);
+    // Bad input is answered before a model is even looked for: 400, naming the path (the run
+    // use case checks the specialist and the workspace first).
     const queued = await fabric.runQueue();
     if (queued !== null) {
-      // Queued for a worker (issue 17): the specialist is checked here; the model and the pack
-      // on the worker that takes it, whose control row says why if it cannot start.
-      fabric.registry.config(body.specialist);
+      // Queued for a worker: the specialist and the workspace are checked here; the model and
+      // the pack on the worker that takes it, whose control row says why if it cannot start.
+      await fabric.validateRun(body);
       const run = {
         runId: newRunId(systemClock),
         specialist: body.specialist,

@@ -4,7 +4,8 @@ import { newRunId } from '../../application/run/run-id.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
-import type { Fabric, RunRequest } from '../../composition/fabric.ts';
+import type { RunRequest } from '../../application/run/run-request.ts';
+import type { Fabric } from '../../composition/fabric.ts';
 
 /** A run in progress in this server: its events so far, who follows them, and how to stop it. */
 export interface LiveRun {

@@ -13,7 +13,7 @@ import type { RunReadModel } from '../../application/runs/run-read-model.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { validateWith } from '../../infrastructure/packs/define-tool.ts';
-import type { RunRequest } from '../../composition/fabric.ts';
+import type { RunRequest } from '../../application/run/run-request.ts';
 import { FABRIC_VERSION } from '../../composition/version.ts';
 import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';
 import { progressObserver } from './run-progress.ts';

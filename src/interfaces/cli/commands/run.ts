@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import type { RunObserver } from '../../../application/ports.ts';
 import { loadConfig } from '../../../config/load.ts';
-import { checkWorkspace } from '../../../infrastructure/registry/check-workspace.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { exitCodeForFailedRun } from '../exit-code.ts';
@@ -64,9 +63,9 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   }
   const maxSteps = positiveInt('--max-steps', values['max-steps']);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  // Before the model is chosen: a wrong path is a usage error (exit 2), whatever the backend says.
+  // The run checks it before the model is chosen: a wrong path is a usage error (exit 2),
+  // whatever the backend says.
   const workspace = values.workspace === undefined ? undefined : resolve(io.cwd, values.workspace);
-  if (workspace !== undefined) await checkWorkspace(values.specialist, workspace, true);
   // One run, then exit: the embedded control database is not booted for it; whoever opens it
   // next writes the run in from its runlog (a Postgres store is mirrored to live).
   const style = styleFor(io.stderr, io.env);

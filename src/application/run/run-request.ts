@@ -1,0 +1,34 @@
+/**
+ * What starting a run takes, from any interface or orchestrator, and the narrow port by which
+ * the daemon, the battery, the queue worker, the HTTP hub and the MCP server start one.
+ */
+import type { RunResult } from '../../domain/run-result.ts';
+import type { ModelChoice } from '../models/resolve-model.ts';
+import type { RunObserver } from '../ports.ts';
+
+/** What a run request carries, from any interface. */
+export interface RunRequest {
+  readonly specialist: string;
+  readonly task: string;
+  readonly workspace?: string | undefined;
+  readonly model?: string | undefined;
+  readonly maxSteps?: number | undefined;
+  readonly observers?: readonly RunObserver[];
+  readonly signal: AbortSignal;
+  /** The run id to use, for callers that must know it before the run starts (the HTTP API). */
+  readonly runId?: string | undefined;
+  /** Told which model was chosen and why, before the run starts. */
+  readonly onModelChosen?: (choice: ModelChoice) => void;
+  /** Told about trouble that does not stop the run (the control database is off), once per run. */
+  readonly onNotice?: (message: string) => void;
+  /**
+   * When another run holds the workspace: wait for it (the default), or fail at once with
+   * `workspace_busy` (SPEC §10). `onNotice` hears who holds it while the run waits.
+   */
+  readonly waitForWorkspace?: boolean;
+  /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+/** Runs a task end to end; errors before the run starts (bad specialist, workspace, model) are thrown. */
+export type RunTask = (request: RunRequest) => Promise<RunResult>;

@@ -1,0 +1,225 @@
+/**
+ * The run use case (SPEC §2, §3): validate the specialist and the workspace, expand the model
+ * alias once, choose the model, build the pack, limit the model's requests, lock the workspace,
+ * attach the control plane's mirror, then run the loop (`executeTask`). Every interface and
+ * orchestrator starts runs through it; it reaches the world only through the ports below.
+ */
+import type { SpecialistConfig } from '../../config/schema.ts';
+import type { RunResult } from '../../domain/run-result.ts';
+import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
+import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
+import type { RunOwner } from '../runs/process-liveness.ts';
+import { executeTask } from './execute-task.ts';
+import { type RequestLimiter, limitRequests } from './request-limiter.ts';
+import type { RunRequest } from './run-request.ts';
+import { newRunId } from './run-id.ts';
+
+/** The configured specialists, as a run needs them. */
+export interface RunSpecialists {
+  /** The specialist's config entry; throws `specialist_unknown` naming the configured ones. */
+  config(name: string): SpecialistConfig;
+  /**
+   * Throws unless the workspace is an existing directory: `usage` for one the request gave
+   * (`requested`), `config_invalid` for the configured one, naming the path either way.
+   */
+  checkWorkspace(name: string, workspace: string, requested: boolean): Promise<void>;
+  /** Builds the specialist's pack for this workspace (the configured one when undefined). */
+  buildPack(name: string, workspace: string | undefined): Promise<SpecialistPack>;
+}
+
+/** The model backends: what they have, and a chat client that fails over between them. */
+export interface RunModels {
+  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]>;
+  chatClientFor(choice: ModelChoice, resolve: ResolveOptions, signal?: AbortSignal): Promise<ChatClient>;
+}
+
+/** Who holds a workspace, as a waiting run is told. */
+export interface WorkspaceHolderInfo {
+  readonly run_id: string;
+  readonly pid: number;
+  readonly host: string;
+}
+
+/** One run at a time writes a workspace (SPEC §10). */
+export interface WorkspaceLocks {
+  /** Takes the workspace for the run, waiting for (or refusing with `workspace_busy`) its holder. */
+  lock(
+    workspace: string,
+    runId: string,
+    options: {
+      readonly wait: boolean;
+      readonly signal: AbortSignal;
+      readonly onWait: (holder: WorkspaceHolderInfo) => void;
+    },
+  ): Promise<{ release(): Promise<void> }>;
+}
+
+/** The control plane's mirror of runs (SPEC §7): off the loop's path, never failing a run. */
+export interface RunMirror {
+  /** A run's observer; `onNotice` hears once if the run's rows do not reach the store. */
+  observe(runId: string, onNotice: (message: string) => void): RunObserver;
+  /** Marks the run ended, also one whose `run_end` never reached the observer. */
+  release(runId: string): void;
+}
+
+/** The loop's limits and the run record's constants, from the config. */
+export interface RunSettings {
+  /** `llm.models`: alias → model id. */
+  readonly aliases: Readonly<Record<string, string>>;
+  readonly maxSteps: number;
+  readonly budgetS: number;
+  readonly recoverTextToolCalls: boolean;
+  readonly configDigest: string;
+  readonly fabricVersion: string;
+}
+
+/** What the run use case reaches the world through. */
+export interface StartRunDeps {
+  readonly specialists: RunSpecialists;
+  readonly models: RunModels;
+  readonly locks: WorkspaceLocks;
+  /** The process's mirror, opened on first use; null when the control plane is off. */
+  readonly mirror: () => Promise<RunMirror | null>;
+  readonly runLogStore: RunLogStore;
+  readonly limiter: RequestLimiter;
+  readonly clock: Clock;
+  /** This process, recorded in `run_start`: a run whose process is gone shows as interrupted (SPEC §6). */
+  readonly owner: RunOwner;
+  readonly settings: RunSettings;
+}
+
+/** Starts runs: one instance per process, shared by every interface. */
+export class RunStarter {
+  readonly #deps: StartRunDeps;
+
+  constructor(deps: StartRunDeps) {
+    this.#deps = deps;
+  }
+
+  /** A model id or an alias from `llm.models`, as the id it stands for. */
+  expandAlias(name: string): string {
+    return this.#deps.settings.aliases[name] ?? name;
+  }
+
+  /** Resolution options for a specialist: `--model`, else its configured model, aliases expanded. */
+  resolveOptions(specialist: string, flagModel: string | undefined): ResolveOptions {
+    const configured = this.#deps.specialists.config(specialist).model;
+    return {
+      flagModel: flagModel === undefined ? undefined : this.expandAlias(flagModel),
+      configuredModel: configured === undefined ? undefined : this.expandAlias(configured),
+    };
+  }
+
+  /** Resolves the model for a specialist: `--model`, else its configured model, else the best available. */
+  async chooseModel(
+    specialist: string,
+    flagModel: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<ModelChoice> {
+    return this.#choose(this.resolveOptions(specialist, flagModel), signal);
+  }
+
+  /**
+   * Checks what a request names before anything else is asked: the specialist exists, and the
+   * workspace (the request's, else the configured one) is an existing directory. Returns the
+   * workspace the run works in.
+   */
+  async validate(request: Pick<RunRequest, 'specialist' | 'workspace'>): Promise<string | undefined> {
+    const config = this.#deps.specialists.config(request.specialist);
+    const workspace = request.workspace ?? config.workspace;
+    if (workspace !== undefined)
+      await this.#deps.specialists.checkWorkspace(
+        request.specialist,
+        workspace,
+        request.workspace !== undefined,
+      );
+    return workspace;
+  }
+
+  /** Runs a task end to end. `priority`: runs started earlier are served first by the limiter. */
+  async run(request: RunRequest, priority: number): Promise<RunResult> {
+    const deps = this.#deps;
+    const workspace = await this.validate(request);
+    const resolve = this.resolveOptions(request.specialist, request.model);
+    const choice = await this.#choose(resolve, request.signal);
+    request.onModelChosen?.(choice);
+    const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
+    // Starts on the chosen backend; fails over to another backend with a suitable model.
+    const chat = limitRequests(
+      await deps.models.chatClientFor(choice, resolve, request.signal),
+      deps.limiter,
+      priority,
+    );
+    const runId = request.runId ?? newRunId(deps.clock);
+    // One run at a time writes a workspace (SPEC §10); the lease is the run's own, released however it ends.
+    const lease =
+      workspace === undefined
+        ? undefined
+        : await deps.locks.lock(workspace, runId, {
+            wait: request.waitForWorkspace ?? true,
+            signal: request.signal,
+            onWait: (holder) =>
+              request.onNotice?.(
+                `waiting for the workspace ${workspace}: run ${holder.run_id} (process ${holder.pid} on ${holder.host}) holds it.`,
+              ),
+          });
+    // Mirrored to the control plane off the loop's path; the run never waits for the database,
+    // and a database that fails never fails the run (SPEC §7).
+    let mirror: RunMirror | null;
+    try {
+      mirror = await deps.mirror();
+    } catch (error) {
+      await lease?.release();
+      throw error;
+    }
+    const observer = mirror?.observe(runId, request.onNotice ?? (() => {}));
+    try {
+      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, observer);
+    } finally {
+      mirror?.release(runId);
+      await lease?.release();
+    }
+  }
+
+  async #choose(resolve: ResolveOptions, signal: AbortSignal | undefined): Promise<ModelChoice> {
+    return resolveModel(await this.#deps.models.probe(signal), resolve);
+  }
+
+  #execute(
+    request: RunRequest & { readonly runId: string },
+    choice: ModelChoice,
+    pack: SpecialistPack,
+    chat: ChatClient,
+    workspace: string | undefined,
+    mirror: RunObserver | undefined,
+  ): Promise<RunResult> {
+    const { settings } = this.#deps;
+    const specialistConfig = this.#deps.specialists.config(request.specialist);
+    return executeTask({
+      specialist: request.specialist,
+      task: request.task,
+      pack,
+      chat,
+      model: {
+        id: choice.model.id,
+        backend: `${choice.model.backend} ${choice.model.baseUrl}`,
+        reason: choice.reason,
+      },
+      runLogStore: this.#deps.runLogStore,
+      observers: [...(request.observers ?? []), ...(mirror === undefined ? [] : [mirror])],
+      limits: {
+        maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? settings.maxSteps,
+        budgetMs: (specialistConfig.budget_s ?? settings.budgetS) * 1000,
+        recoverTextToolCalls: settings.recoverTextToolCalls,
+      },
+      workspace: workspace ?? null,
+      configDigest: settings.configDigest,
+      fabricVersion: settings.fabricVersion,
+      clock: this.#deps.clock,
+      owner: this.#deps.owner,
+      ...(request.tags === undefined ? {} : { tags: request.tags }),
+      signal: request.signal,
+      runId: request.runId,
+    });
+  }
+}
