@@ -169,6 +169,25 @@ export class Fabric {
     return this.#runs.chooseModel(specialist, flagModel, signal);
   }
 
+  /** The model these probes give a specialist (or just `--model`), by the same rules as a run; no probing. */
+  chooseModelFrom(
+    probes: readonly BackendProbe[],
+    specialist: string | undefined,
+    flagModel: string | undefined,
+  ): ModelChoice {
+    return this.#runs.chooseFrom(probes, specialist, flagModel);
+  }
+
+  /** A model id or an alias from `llm.models`, as the id it stands for (the one expansion). */
+  expandModelAlias(name: string): string {
+    return this.#runs.expandAlias(name);
+  }
+
+  /** A new run id, for callers that must know it before the run starts (the HTTP hub, the queue). */
+  newRunId(): string {
+    return this.#runs.newRunId();
+  }
+
   /**
    * Checks a request's specialist and workspace as a run would before anything else (SPEC §2):
    * for callers that hand the run to someone else (the queue). Returns the run's workspace.

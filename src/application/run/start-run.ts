@@ -101,9 +101,17 @@ export class RunStarter {
     return this.#deps.settings.aliases[name] ?? name;
   }
 
-  /** Resolution options for a specialist: `--model`, else its configured model, aliases expanded. */
-  resolveOptions(specialist: string, flagModel: string | undefined): ResolveOptions {
-    const configured = this.#deps.specialists.config(specialist).model;
+  /** A new run id (time-ordered, unique), minted here only. */
+  newRunId(): string {
+    return newRunId(this.#deps.clock);
+  }
+
+  /**
+   * Resolution options: `--model`, else the specialist's configured model, aliases expanded.
+   * Without a specialist, only the flag counts.
+   */
+  resolveOptions(specialist: string | undefined, flagModel: string | undefined): ResolveOptions {
+    const configured = specialist === undefined ? undefined : this.#deps.specialists.config(specialist).model;
     return {
       flagModel: flagModel === undefined ? undefined : this.expandAlias(flagModel),
       configuredModel: configured === undefined ? undefined : this.expandAlias(configured),
@@ -117,6 +125,15 @@ export class RunStarter {
     signal?: AbortSignal,
   ): Promise<ModelChoice> {
     return this.#choose(this.resolveOptions(specialist, flagModel), signal);
+  }
+
+  /** The model these backends' answers give a specialist (or just `--model`), by the same rules as a run. */
+  chooseFrom(
+    probes: readonly BackendProbe[],
+    specialist: string | undefined,
+    flagModel: string | undefined,
+  ): ModelChoice {
+    return resolveModel(probes, this.resolveOptions(specialist, flagModel));
   }
 
   /**
@@ -150,7 +167,7 @@ export class RunStarter {
       deps.limiter,
       priority,
     );
-    const runId = request.runId ?? newRunId(deps.clock);
+    const runId = request.runId ?? this.newRunId();
     // One run at a time writes a workspace (SPEC §10); the lease is the run's own, released however it ends.
     const lease =
       workspace === undefined

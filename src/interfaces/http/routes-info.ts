@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { BackendProbe } from '../../application/ports.ts';
-import { type ModelChoice, resolveModel } from '../../application/models/resolve-model.ts';
+import type { ModelChoice } from '../../application/models/resolve-model.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
 import { backendHealthView, backendModelsView } from '../../application/models/backend-views.ts';
@@ -55,13 +55,8 @@ async function exportsOf(fabric: Fabric): Promise<ControlExports> {
 }
 
 function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: string) {
-  const alias = (name: string | undefined) =>
-    name === undefined ? undefined : (fabric.config.llm.models[name] ?? name);
   try {
-    const choice: ModelChoice = resolveModel(probes, {
-      flagModel: undefined,
-      configuredModel: alias(fabric.registry.config(specialist).model),
-    });
+    const choice: ModelChoice = fabric.chooseModelFrom(probes, specialist, undefined);
     return {
       id: choice.model.id,
       backend: choice.model.backend,

@@ -1,5 +1,5 @@
 import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
-import { type ModelChoice, resolveModel } from '../../../application/models/resolve-model.ts';
+import type { ModelChoice } from '../../../application/models/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { backendModelsView } from '../../../application/models/backend-views.ts';
@@ -45,14 +45,10 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const fabric = new Fabric(config);
   const probes = await fabric.catalog.probe(io.signal);
-  const alias = (name: string | undefined) =>
-    name === undefined ? undefined : (config.llm.models[name] ?? name);
   let choice: ModelChoice | undefined;
   let failure: FabricError | undefined;
   try {
-    const configured =
-      values.specialist === undefined ? undefined : fabric.registry.config(values.specialist).model;
-    choice = resolveModel(probes, { flagModel: alias(values.model), configuredModel: alias(configured) });
+    choice = fabric.chooseModelFrom(probes, values.specialist, values.model);
   } catch (error) {
     // No server answered, or none has a usable model: both are shown with what each backend said.
     if (
