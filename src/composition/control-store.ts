@@ -1,15 +1,24 @@
+/**
+ * What a command that reads or maintains the runs opens on its own, without a Fabric
+ * (`fabric runs`, `fabric control`): the control store, the runlogs, this machine's process
+ * liveness, and the control plane's sync and exports. Runs never use this: they share their
+ * Fabric's one store (`Fabric.controlStore()`).
+ */
 import type { ControlStore } from '../application/control/control-ports.ts';
+import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
 import type { FabricConfig } from '../config/load.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
+import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
+
+export { type ControlExports, buildExports, exportAll } from '../infrastructure/control/exports.ts';
+export { syncRunlogs } from '../infrastructure/control/sync.ts';
 
 /**
- * A control store of its own. `existingOnly` (for commands that only read: `fabric runs`,
- * `fabric control export`): an embedded database that does not exist yet is not created, and
- * the store is null, so the command reads the runlogs instead.
- *
- * A control store of its own for a command that reads or maintains the control plane
- * (`fabric runs`, `fabric control`): Postgres for a DSN, else the embedded PGlite; null when
- * disabled. Runs never use this: they share their Fabric's one store (`Fabric.controlStore()`).
+ * A control store of its own: Postgres for a DSN, else the embedded PGlite; null when disabled.
+ * `existingOnly` (for commands that only read: `fabric runs`, `fabric control export`): an
+ * embedded database that does not exist yet is not created, and the store is null, so the
+ * command reads the runlogs instead.
  */
 export function controlStoreFor(
   config: FabricConfig,
@@ -21,4 +30,14 @@ export function controlStoreFor(
     runsDir: config.runs_dir,
     existingOnly: options.existingOnly === true,
   });
+}
+
+/** The runlogs under the config's `runs_dir`. */
+export function runLogsFor(config: FabricConfig): FileRunLogStore {
+  return new FileRunLogStore(config.runs_dir);
+}
+
+/** Whether a run's process still exists, on this machine. */
+export function localLiveness(): ProcessLiveness {
+  return new LocalProcessLiveness();
 }

@@ -1,7 +1,6 @@
-import { toJsonSchema } from '@valibot/to-json-schema';
-import * as v from 'valibot';
+import type * as v from 'valibot';
 import type { FinishSpec, Tool, ToolContext, ToolOutput, Validation } from '../../application/ports.ts';
-import type { JsonSchema } from '../../domain/messages.ts';
+import { jsonSchemaOf, validateWith } from '../../config/schema-tools.ts';
 
 type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
 
@@ -33,32 +32,4 @@ export function defineFinish<const TSchema extends ObjectSchema>(
     parameters: jsonSchemaOf(schema),
     validate: (args) => validateWith(schema, args) as Validation<Record<string, unknown>>,
   };
-}
-
-/** The JSON schema of a valibot schema, as strict OpenAI-style validators accept it. */
-export function jsonSchemaOf(schema: v.GenericSchema): JsonSchema {
-  const { $schema: _ignored, ...rest } = toJsonSchema(schema, { errorMode: 'ignore' }) as Record<
-    string,
-    unknown
-  >;
-  return rest;
-}
-
-/** Validates with valibot and explains every problem in one line the model can act on. */
-export function validateWith<T extends v.GenericSchema>(
-  schema: T,
-  args: unknown,
-): Validation<v.InferOutput<T>> {
-  const result = v.safeParse(schema, args);
-  if (result.success) return { ok: true, value: result.output };
-  const problems = result.issues.map((issue) => {
-    const path = v.getDotPath(issue);
-    const where = path ? `"${path}"` : 'arguments';
-    // valibot's `expected` for a missing key is the key itself: nothing to add.
-    if (issue.received === 'undefined') return `${where} is required`;
-    return `${where}: expected ${issue.expected ?? 'a valid value'}, got ${issue.received}${
-      issue.kind === 'validation' ? ` (${issue.message})` : ''
-    }`;
-  });
-  return { ok: false, message: problems.join('; ') };
 }

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { BackendProbe } from '../../application/ports.ts';
 import type { ModelChoice } from '../../application/models/resolve-model.ts';
 import { FabricError } from '../../domain/errors.ts';
-import { type ControlExports, buildExports } from '../../infrastructure/control/exports.ts';
+import { type ControlExports, buildExports } from '../../composition/control-store.ts';
 import { backendHealthView, backendModelsView } from '../../application/models/backend-views.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';

@@ -12,7 +12,7 @@ import type { ModelCatalog, SpecialistRegistry } from '../../application/ports.t
 import type { RunReadModel } from '../../application/runs/run-read-model.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
-import { validateWith } from '../../infrastructure/packs/define-tool.ts';
+import { validateWith } from '../../config/schema-tools.ts';
 import type { RunRequest } from '../../application/run/run-request.ts';
 import { FABRIC_VERSION } from '../../composition/version.ts';
 import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';

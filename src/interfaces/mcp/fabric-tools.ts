@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { JsonSchema } from '../../domain/messages.ts';
-import { jsonSchemaOf } from '../../infrastructure/packs/define-tool.ts';
+import { jsonSchemaOf } from '../../config/schema-tools.ts';
 
 /** The input of `run_task`. */
 export const RunTaskInput = v.object({

@@ -14,7 +14,7 @@ import { DnsHostResolver } from '../../net/dns-resolver.ts';
 import { nodePinnedRequester } from '../../net/pinned-request.ts';
 import type { PinnedRequester } from '../../net/safe-fetch.ts';
 import type { HostResolver } from '../../net/ssrf-guard.ts';
-import { validateWith } from '../define-tool.ts';
+import { validateWith } from '../../../config/schema-tools.ts';
 import { checkCitations } from './citation-gate.ts';
 import { FetchLedger } from './fetch-ledger.ts';
 import { createFetchUrlTool } from './fetch-url-tool.ts';

@@ -2,10 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { exportAll } from '../../../infrastructure/control/exports.ts';
-import { syncRunlogs } from '../../../infrastructure/control/sync.ts';
-import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
-import { controlStoreFor } from '../../../composition/control-store.ts';
+import { controlStoreFor, exportAll, runLogsFor, syncRunlogs } from '../../../composition/control-store.ts';
 import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -67,7 +64,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
       case 'sync': {
         if (!store) throw disabled();
         await store.migrate();
-        const report = await syncRunlogs(store, new FileRunLogStore(config.runs_dir), {
+        const report = await syncRunlogs(store, runLogsFor(config), {
           onRun: (runId, inserted) => {
             if (!values.json) io.stderr.write(`  ${runId}: ${plural(inserted, 'event')} added\n`);
           },
@@ -90,7 +87,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
           // No embedded database yet. Without runs there is nothing to export, and nothing is
           // created; with runlogs (one-shot runs leave the database alone) it is created and
           // filled from them, so the exports never hide a run (SPEC §7).
-          const runlogs = (await new FileRunLogStore(config.runs_dir).list()).length;
+          const runlogs = (await runLogsFor(config).list()).length;
           if (runlogs === 0) {
             print(`Nothing to export: no runs yet in ${config.runs_dir}. No files written.`, {
               files: [],
@@ -106,8 +103,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
         // The embedded database holds what its holders wrote; one-shot runs since then are in
         // their runlogs only, so they are written in first. (If another process holds it, that
         // process has them already.)
-        if (store?.kind === 'pglite')
-          await syncRunlogs(store, new FileRunLogStore(config.runs_dir)).catch(() => {});
+        if (store?.kind === 'pglite') await syncRunlogs(store, runLogsFor(config)).catch(() => {});
         const result = await exportAll(store, outDir);
         print(
           `wrote ${plural(result.files.length, 'file')} to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +

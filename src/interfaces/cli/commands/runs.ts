@@ -5,9 +5,7 @@ import { RunReadModel } from '../../../application/runs/run-read-model.ts';
 import { type RunRecord, newestStartFirst } from '../../../application/runs/run-record.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { errorMessage } from '../../../domain/errors.ts';
-import { FileRunLogStore } from '../../../infrastructure/runlog/file-run-log-store.ts';
-import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
-import { controlStoreFor } from '../../../composition/control-store.ts';
+import { controlStoreFor, localLiveness, runLogsFor } from '../../../composition/control-store.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { didYouMean, plural } from '../../../domain/words.ts';
@@ -30,6 +28,9 @@ Options:
   -h, --help          show this help
 `;
 
+/** The runlogs a command reads: the read model's reader, and where they are. */
+type RunLogs = ReturnType<typeof runLogsFor>;
+
 /** `fabric runs`. */
 export async function runsCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandArgs('runs', argv, {
@@ -43,8 +44,8 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const runLogs = new FileRunLogStore(config.runs_dir);
-  const check: LivenessCheck = { liveness: new LocalProcessLiveness(), now: new Date() };
+  const runLogs = runLogsFor(config);
+  const check: LivenessCheck = { liveness: localLiveness(), now: new Date() };
   const [action = 'list', ref] = positionals;
   if (action === 'show') {
     if (!ref) {
@@ -83,7 +84,7 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
  * when the read model asks for it; `opened` is that store, to name and close.
  */
 function readModel(
-  runLogs: FileRunLogStore,
+  runLogs: RunLogs,
   open: () => Promise<ControlStore | null>,
   check: LivenessCheck,
 ): { runs: RunReadModel; opened: () => ControlStore | null } {
@@ -107,7 +108,7 @@ function readModel(
 /** One run: from its runlog here, or else (a run another host ran) from the control store. */
 async function showRun(
   config: Awaited<ReturnType<typeof loadConfig>>,
-  runLogs: FileRunLogStore,
+  runLogs: RunLogs,
   ref: string,
   check: LivenessCheck,
 ): Promise<{ summary: ListedRun; json: Record<string, unknown>; where: [string, string][] }> {
@@ -154,7 +155,7 @@ interface RunListing {
  */
 async function listRuns(
   config: Awaited<ReturnType<typeof loadConfig>>,
-  runLogs: FileRunLogStore,
+  runLogs: RunLogs,
   limit: number,
   check: LivenessCheck,
 ): Promise<RunListing> {

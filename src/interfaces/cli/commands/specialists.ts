@@ -1,6 +1,5 @@
 import { loadConfig } from '../../../config/load.ts';
-import { ConfigRegistry } from '../../../infrastructure/registry/config-registry.ts';
-import { BUILTIN_PACKS } from '../../../infrastructure/registry/builtin-packs.ts';
+import { listSpecialists } from '../../../composition/specialists.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -22,13 +21,7 @@ export async function specialistsCommand(argv: readonly string[], io: CliIo): Pr
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  // The registry alone: listing needs no model backend, MCP or control plane (and starts faster).
-  const list = new ConfigRegistry({
-    specialists: config.specialists,
-    baseDir: config.baseDir,
-    builtins: BUILTIN_PACKS,
-    settings: { searxngUrl: config.search.searxng_url },
-  }).list();
+  const list = listSpecialists(config);
   if (values.json) {
     io.stdout.write(`${JSON.stringify({ config: config.source, specialists: list })}\n`);
     return EXIT.ok;

@@ -2,7 +2,6 @@ import { type Context, Hono } from 'hono';
 import type { ProcessLiveness } from '../../../application/runs/process-liveness.ts';
 import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
-import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
 import type { Fabric } from '../../../composition/fabric.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
@@ -58,10 +57,14 @@ const PAGE_HEADERS = {
  */
 export function viewerRoutes(deps: ViewerDeps): Hono {
   const { fabric, hub, token, nav } = deps;
-  const liveness = deps.liveness ?? new LocalProcessLiveness();
   // The runs this server runs and the runlogs: the viewer does not read the control plane.
   const index = new RunIndex(
-    fabric.runReadModel({ live: liveRuns(hub), control: 'never', liveness, cacheEnded: VIEWER_CACHED_RUNS }),
+    fabric.runReadModel({
+      live: liveRuns(hub),
+      control: 'never',
+      liveness: deps.liveness,
+      cacheEnded: VIEWER_CACHED_RUNS,
+    }),
   );
   const feed = new RunListFeed(hub, index, fabric.runLogStore);
   const app = new Hono();
