@@ -69,8 +69,14 @@ export interface RunEventBodies {
   };
   tool_call_recovered: {
     step: number;
+    /** The dialect the calls were written in (SPEC §16). */
     format: string;
+    /** The calls that name an offered tool, run as if they came in `tool_calls`. */
     tool_calls: { id: string; name: string; arguments: string }[];
+    /** Tools the text called that were not offered: never run. */
+    refused?: string[];
+    /** Blocks of call markup that could not be read. */
+    malformed?: number;
   };
   text_fallback: {
     step: number;

@@ -1,3 +1,4 @@
+import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunEvent, RunEventKind, UsageFields } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
 import { plural } from '../../domain/words.ts';
@@ -143,7 +144,7 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'tool_call_recovered':
       return {
         tone: 'warn',
-        text: `⚑ recovered ${plural(event.tool_calls.length, 'tool call')} written as text (${event.format})`,
+        text: `⚑ ${describeRecovered(event)}`,
       };
     case 'text_fallback':
       return { tone: 'warn', text: `plain-text answer taken as the result: ${preview(event.content)}` };

@@ -2,7 +2,7 @@ import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/m
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, SpecialistPack, Tool } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { recoverTextToolCalls } from './text-tool-calls.ts';
+import { type RecoveredCalls, scanTextToolCalls } from './text-tool-calls.ts';
 import { dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
@@ -32,6 +32,19 @@ export interface StepInput {
 
 const EMPTY_REPLY_NUDGE =
   'Your reply had no text and no tool call. Call one of the tools, or call finish_task with your result.';
+
+/** What the model hears when the calls it wrote as text could not be run. */
+function unrunCallsNudge(recovered: RecoveredCalls, offered: ReadonlySet<string>): string {
+  const names = [...new Set(recovered.refused)].map((name) => `"${name}"`).join(', ');
+  const why =
+    recovered.refused.length > 0
+      ? `called ${names}, which ${recovered.refused.length === 1 ? 'is not a tool' : 'are not tools'} here`
+      : 'could not be read';
+  return (
+    `Your reply wrote a tool call as text (${recovered.format}) that ${why}, so nothing ran. ` +
+    `The tools are: ${[...offered].join(', ')}. Call one of them, or call finish_task with your result.`
+  );
+}
 
 /**
  * One model request and the tool calls it asked for. The step works under its own signal, tied
@@ -67,14 +80,23 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   let assistantContent = turn.content;
   if (calls.length === 0 && input.recoverTextToolCalls) {
     const offered = new Set(input.specs.map((spec) => spec.name));
-    const recovered = recoverTextToolCalls(turn.content, offered, step);
+    const schemas = new Map(input.specs.map((spec) => [spec.name, spec.parameters]));
+    const recovered = scanTextToolCalls(turn.content, offered, step, schemas);
     if (recovered) {
       await recorder.record({
         kind: 'tool_call_recovered',
         step,
         format: recovered.format,
         tool_calls: recovered.calls.map((call) => ({ ...call })),
+        ...(recovered.refused.length > 0 ? { refused: [...recovered.refused] } : {}),
+        ...(recovered.malformed > 0 ? { malformed: recovered.malformed } : {}),
       });
+      if (recovered.calls.length === 0) {
+        // Call markup that runs nothing is neither an answer nor an action: the model is told why.
+        conversation.messages.push({ role: 'assistant', content: turn.content, toolCalls: [] });
+        conversation.messages.push({ role: 'user', content: unrunCallsNudge(recovered, offered) });
+        return { kind: 'continue' };
+      }
       calls = recovered.calls;
       // The call now lives in tool_calls; sending the text back too would show it twice.
       assistantContent = '';

@@ -1,3 +1,4 @@
+import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunObserver } from '../../application/ports.ts';
 import { FINISH_TOOL } from '../../application/run/tool-dispatch.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
@@ -54,11 +55,7 @@ export class ProgressReporter implements RunObserver {
         this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
         break;
       case 'tool_call_recovered':
-        this.#line(
-          s.yellow(
-            `  ⚑ recovered ${plural(event.tool_calls.length, 'tool call')} written as text (${event.format})`,
-          ),
-        );
+        this.#line(s.yellow(`  ⚑ ${describeRecovered(event)}`));
         break;
       case 'tool_call':
         // An accepted finish_task ends the run, so the last one not rejected is the report.

@@ -178,12 +178,56 @@ describe('fabric run when the model or the backend misbehaves', () => {
     expect(events.some((event) => event.kind === 'text_fallback')).toBe(true);
   });
 
-  it('does not treat text naming a tool that was not offered as a tool call', async () => {
+  it('runs no call written as text to a tool that was not offered: logs it and tells the model', async () => {
     const { result, events } = await run([
       { reply: { content: '{"name": "shell", "arguments": {"command": "ls"}}' } },
+      FINISH,
     ]);
-    expect(events.some((event) => event.kind === 'tool_call_recovered')).toBe(false);
-    expect(result.payload?.summary).toContain('"shell"');
+    expect(events.find((event) => event.kind === 'tool_call_recovered')).toMatchObject({
+      format: 'bare_json',
+      tool_calls: [],
+      refused: ['shell'],
+    });
+    expect(events.some((event) => event.kind === 'tool_call' && event.tool === 'shell')).toBe(false);
+    expect(events.some((event) => event.kind === 'text_fallback')).toBe(false);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toEqual({ summary: 'done', answer: '42' });
+    const second = JSON.stringify(server.chatRequests()[1]?.body);
+    expect(second).toContain('\\"shell\\", which is not a tool here');
+  });
+
+  it.each([
+    [
+      'qwen3_coder_xml',
+      '<tool_call>\n<function=convert_units>\n<parameter=value>\n2\n</parameter>\n<parameter=from>\nm\n</parameter>\n<parameter=to>\ncm\n</parameter>\n</function>\n</tool_call>',
+    ],
+    ['mistral', '[TOOL_CALLS]convert_units[ARGS]{"value": 2, "from": "m", "to": "cm"}'],
+    [
+      'llama3_python_tag',
+      '<|python_tag|>{"name": "convert_units", "parameters": {"value": 2, "from": "m", "to": "cm"}}<|eom_id|>',
+    ],
+    [
+      'harmony',
+      '<|channel|>commentary to=functions.convert_units <|constrain|>json<|message|>{"value":2,"from":"m","to":"cm"}<|call|>',
+    ],
+    ['lfm', '<|tool_call_start|>[convert_units(value=2, from="m", to="cm")]<|tool_call_end|>'],
+    ['bare_json', '{"name": "convert_units", "args": {"value": 2, "from": "m", "to": "cm"}}'],
+    ['gemma4', '<|tool_call>call:convert_units{from:<|"|>m<|"|>,to:<|"|>cm<|"|>,value:2}<tool_call|>'],
+  ])('runs a %s call written as text, and names the dialect in the runlog', async (dialect, content) => {
+    const { result, events } = await run([{ reply: { content } }, FINISH]);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toEqual({ summary: 'done', answer: '42' });
+    expect(events.find((event) => event.kind === 'tool_call_recovered')).toMatchObject({ format: dialect });
+    expect(events.find((event) => event.kind === 'tool_result')).toMatchObject({ result: '2 m = 200 cm' });
+    // The markup is not sent back as the assistant's text: the call lives in tool_calls.
+    const sent = (
+      server.chatRequests()[1]?.body as {
+        messages: { role: string; content: unknown; tool_calls?: unknown[] }[];
+      }
+    ).messages.filter((message) => message.role === 'assistant');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.content ?? '').toBe('');
+    expect(sent[0]?.tool_calls).toHaveLength(1);
   });
 
   it('fails at once, with one request, when the named model does not support tools', async () => {

@@ -1,3 +1,4 @@
+import { describeRecovered } from '../../../domain/recovered-calls.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import { diffStat } from '../../../domain/unified-diff.ts';
 import { type SafeHtml, html } from './html.ts';
@@ -59,7 +60,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         'warn',
-        html`<span class="kind">Recovered ${plural(event.tool_calls.length, 'tool call')}</span> written as text (${event.format})`,
+        html`<span class="kind">Recovered ${plural(event.tool_calls.length, 'tool call')}</span> ${describeRecovered(event).replace(/^recovered \S+ tool calls? /, '')}`,
       );
     case 'text_fallback':
       return li(
