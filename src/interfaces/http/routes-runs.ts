@@ -1,14 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
-import type { ControlStore } from '../../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../../application/runs/process-liveness.ts';
 import { buildTimeline } from '../../application/replay/replay-timeline.ts';
-import { newRunId } from '../../application/run/run-id.ts';
+import { cancelRun } from '../../application/run/cancel-run.ts';
+import { submitRun } from '../../application/run/submit-run.ts';
+import { followControlEvents, queuedRunControl } from '../../application/runs/control-events.ts';
 import { requireWholeRun } from '../../application/runs/whole-run.ts';
-import { FabricError, errorMessage } from '../../domain/errors.ts';
-import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
-import { systemClock } from '../../infrastructure/clock.ts';
+import { FabricError } from '../../domain/errors.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { replayExecute, runStartOf } from '../replay-run.ts';
 import { ApiError } from './api-error.ts';
@@ -21,7 +20,6 @@ import {
   runIdParam,
   validateBody,
 } from './bodies.ts';
-import { controlEventSource } from './queued-runs.ts';
 import { type RunHub, liveRuns } from './run-hub.ts';
 import { type RunView, runLinks, runViewOf } from './run-view.ts';
 import { sseResponse } from './sse.ts';
@@ -35,11 +33,8 @@ export interface RunRoutesDeps {
   readonly liveness?: ProcessLiveness;
 }
 
-/** How long `cancel` waits for the run to record its end before answering `cancelling`. */
-const CANCEL_WAIT_MS = 10_000;
-
 /** `/v1/runs`: start, list, show, stream, download, cancel and replay runs. */
-export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLiveness() }: RunRoutesDeps): Hono {
+export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   const store = fabric.runLogStore;
   const app = new Hono();
   // A run with no runlog here is looked for in the control plane while runs are queued for
@@ -51,11 +46,10 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     liveness,
   });
 
-  /** The control store, when the queue is on and it has this run (one a worker runs or ran). */
-  const queuedControl = async (id: string): Promise<ControlStore | null> => {
-    if ((await fabric.runQueue()) === null) return null;
-    const control = await fabric.controlStore();
-    return control !== null && (await control.getRun(id)) !== null ? control : null;
+  // A run queued for a worker (or run by one) is found, followed and cancelled in the control plane.
+  const queued = {
+    queueOn: async () => (await fabric.runQueue()) !== null,
+    control: () => fabric.controlStore(),
   };
 
   /** The run with this id: live in this server, else from its runlog, else (queue on) from the control plane. */
@@ -64,51 +58,34 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
   app.post('/', async (c) => {
     const body = validateBody(StartRunBody, await readJson(c.req.raw));
     // Bad input is answered before a model is even looked for: 400, naming the path (the run
-    // use case checks the specialist and the workspace first).
-    const queued = await fabric.runQueue();
-    if (queued !== null) {
-      // Queued for a worker: the specialist and the workspace are checked here; the model and
-      // the pack on the worker that takes it, whose control row says why if it cannot start.
-      await fabric.validateRun(body);
-      const run = {
-        runId: newRunId(systemClock),
+    // use case checks the specialist and the workspace first). With the queue on, the model and
+    // the pack are found on the worker that takes the run, whose control row says why if it cannot start.
+    const submitted = await submitRun(
+      {
+        queue: () => fabric.runQueue(),
+        validate: (request) => fabric.validateRun(request),
+        newRunId: () => fabric.newRunId(),
+        // Resolves the specialist, the model and the pack before answering, so those errors are the
+        // response. The server logs a control-plane outage once (`fabric serve`), not once per run.
+        startHere: (request) => hub.start(request),
+      },
+      {
         specialist: body.specialist,
         task: body.task,
         workspace: body.workspace,
         model: body.model,
         maxSteps: body.max_steps,
-      };
-      try {
-        await queued.workers.recordQueued(run);
-        await queued.queue.enqueue(run);
-      } catch (error) {
-        throw new FabricError(
-          'queue_unavailable',
-          `The run could not be queued: ${errorMessage(error)}. Check that the Postgres of FABRIC_DSN / control.dsn runs, then send it again.`,
-          { cause: error },
-        );
-      }
-      log(`run ${run.runId} queued (${body.specialist})`);
-      const links = runLinks(run.runId);
-      c.header('Location', links.self);
-      return c.json({ run_id: run.runId, status: 'queued' as const, links }, 202);
+      },
+    );
+    const { runId } = submitted;
+    if (submitted.status === 'queued') log(`run ${runId} queued (${body.specialist})`);
+    else {
+      log(`run ${runId} started (${body.specialist})`);
+      void submitted.settled.then((result) => log(`run ${runId} ${result?.status ?? 'failed'}`));
     }
-    // Resolves the specialist, the model and the pack before answering, so those errors are the response.
-    const live = await hub.start({
-      specialist: body.specialist,
-      task: body.task,
-      workspace: body.workspace,
-      model: body.model,
-      maxSteps: body.max_steps,
-      // The server logs a control-plane outage once (`fabric serve`), not once per run.
-      // A POST answers once the run has started: a busy workspace is 409 workspace_busy, not a wait.
-      waitForWorkspace: false,
-    });
-    log(`run ${live.runId} started (${body.specialist})`);
-    void live.settled.then((result) => log(`run ${live.runId} ${result?.status ?? 'failed'}`));
-    const links = runLinks(live.runId);
+    const links = runLinks(runId);
     c.header('Location', links.self);
-    return c.json({ run_id: live.runId, status: 'running' as const, links }, 202);
+    return c.json({ run_id: runId, status: submitted.status, links }, 202);
   });
 
   app.get('/', async (c) => {
@@ -132,11 +109,12 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     }
     const contents = await store.read(id).catch(async (error: unknown) => {
       // A run on a worker: its events as the worker mirrors them to the control plane.
-      const control = await queuedControl(id).catch(() => null);
+      const control = await queuedRunControl(queued, id).catch(() => null);
       if (control === null) throw error;
       return control;
     });
-    if ('getRun' in contents) return sseResponse(controlEventSource(contents, id, after));
+    if ('getRun' in contents)
+      return sseResponse((send, end) => followControlEvents(contents, id, after, send, end));
     // A finished run (or one another process writes): what its runlog has, then the end.
     const { events } = contents;
     return sseResponse((send, end) => {
@@ -158,40 +136,32 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
 
   app.post('/:id/cancel', async (c) => {
     const id = runIdParam(c.req.param('id'));
-    const live = hub.get(id);
-    if (!live) {
-      const view = await viewOf(id);
-      const queued = await fabric.runQueue();
-      if (queued !== null && (view.status === 'queued' || (view.status === 'running' && !view.live))) {
-        // The worker that runs it polls for cancel requests with its heartbeat.
-        await queued.workers.requestCancel(id);
-        const deadline = Date.now() + CANCEL_WAIT_MS;
-        for (;;) {
-          const now = await viewOf(id);
-          if (now.status !== 'queued' && now.status !== 'running') return c.json(now);
-          if (Date.now() > deadline) break;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-        return c.json({ run_id: id, status: 'cancelling' as const, links: runLinks(id) }, 202);
-      }
-      throw new ApiError(
-        'run_not_active',
-        view.status === 'running'
-          ? `Run ${view.run_id} is not running in this server (its runlog has no end: it was killed, or another process runs it).`
-          : `Run ${view.run_id} has already ended (${view.status}).`,
-      );
-    }
-    live.controller.abort(new Error('cancelled through the HTTP API'));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const ended = await Promise.race([
-      live.settled.then(() => true),
-      new Promise<false>((done) => {
-        timer = setTimeout(() => done(false), CANCEL_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (!ended) return c.json({ run_id: id, status: 'cancelling' as const, links: runLinks(id) }, 202);
-    return c.json(await viewOf(id));
+    const outcome = await cancelRun(
+      {
+        live: (runId) => {
+          const live = hub.get(runId);
+          return (
+            live && {
+              cancel: () => live.controller.abort(new Error('cancelled through the HTTP API')),
+              settled: live.settled,
+            }
+          );
+        },
+        show: (runId) => runs.show(runId),
+        queue: () => fabric.runQueue(),
+      },
+      id,
+    );
+    if (outcome.kind === 'ended') return c.json(runViewOf(outcome.record));
+    if (outcome.kind === 'cancelling')
+      return c.json({ run_id: id, status: 'cancelling' as const, links: runLinks(id) }, 202);
+    const view = outcome.record;
+    throw new ApiError(
+      'run_not_active',
+      view.status === 'running'
+        ? `Run ${view.run_id} is not running in this server (its runlog has no end: it was killed, or another process runs it).`
+        : `Run ${view.run_id} has already ended (${view.status}).`,
+    );
   });
 
   app.post('/:id/replay', async (c) => {

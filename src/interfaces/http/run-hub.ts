@@ -1,11 +1,8 @@
 import type { RunObserver } from '../../application/ports.ts';
 import type { LiveRuns } from '../../application/runs/run-read-model.ts';
-import { newRunId } from '../../application/run/run-id.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
-import { systemClock } from '../../infrastructure/clock.ts';
-import type { RunRequest } from '../../application/run/run-request.ts';
-import type { Fabric } from '../../composition/fabric.ts';
+import type { RunRequest, RunTask } from '../../application/run/run-request.ts';
 
 /** A run in progress in this server: its events so far, who follows them, and how to stop it. */
 export interface LiveRun {
@@ -21,7 +18,11 @@ export interface LiveRun {
 /** What starting a run takes: a `RunRequest` whose id and cancellation the hub owns. */
 export type HubRunRequest = Omit<RunRequest, 'runId' | 'signal'> & { readonly signal?: AbortSignal };
 
-type RunFabric = Pick<Fabric, 'run'>;
+/** What the hub starts runs with (a Fabric is one): the run use case, and the one minter of run ids. */
+export interface HubRunner {
+  readonly run: RunTask;
+  newRunId(): string;
+}
 
 /**
  * The runs this server has in flight, each a fan-out observer: SSE streams subscribe to it, the
@@ -29,12 +30,12 @@ type RunFabric = Pick<Fabric, 'run'>;
  * its runlog is complete, after which the runlog is the record.
  */
 export class RunHub {
-  readonly #fabric: RunFabric;
+  readonly #runner: HubRunner;
   readonly #runs = new Map<string, LiveRun>();
   readonly #watchers = new Set<(runId: string, event: RunEvent) => void>();
 
-  constructor(fabric: RunFabric) {
-    this.#fabric = fabric;
+  constructor(runner: HubRunner) {
+    this.#runner = runner;
   }
 
   /**
@@ -96,7 +97,7 @@ export class RunHub {
   }
 
   #launch(request: HubRunRequest, onStarted: () => void): { live: LiveRun; result: Promise<RunResult> } {
-    const runId = newRunId(systemClock);
+    const runId = this.#runner.newRunId();
     const controller = new AbortController();
     const signal =
       request.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, request.signal]);
@@ -125,7 +126,7 @@ export class RunHub {
       onText() {},
       onToolCallStarted() {},
     };
-    const result = this.#fabric.run({
+    const result = this.#runner.run({
       ...request,
       runId,
       signal,

@@ -1,12 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import process from 'node:process';
-import { QueueWorker } from '../../../application/queue/queue-worker.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { ArchiveCache } from '../../../infrastructure/workspace/archive-workspaces.ts';
-import { executeQueuedCell } from '../../battery/worker-cell.ts';
 import { createFabric } from '../../../composition/fabric.ts';
+import { composeQueueWorker } from '../../../composition/worker.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -57,43 +52,8 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
     onDegraded: (message) => log(message),
   });
   try {
-    const services = await fabric.runQueue();
-    if (services === null) throw new FabricError('internal', 'The run queue is not configured.');
-    const identity = {
-      id: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-      host: hostname(),
-      pid: process.pid,
-    };
-    // A battery's cells share its archive: fetched once per worker, unpacked per cell.
-    const archives = new ArchiveCache();
-    const worker = new QueueWorker({
-      queue: services.queue,
-      registry: services.workers,
-      identity,
-      specialists,
-      concurrency,
-      heartbeatMs: config.worker.heartbeat_s * 1000,
-      deadAfterMs: config.worker.dead_after_s * 1000,
-      log,
-      execute: async (run, signal) => {
-        const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
-        if (run.cell !== undefined) {
-          await executeQueuedCell(fabric, services, archives, { ...run, cell: run.cell }, signal, onNotice);
-          return;
-        }
-        await fabric.run({
-          specialist: run.specialist,
-          task: run.task,
-          workspace: run.workspace,
-          model: run.model,
-          maxSteps: run.maxSteps,
-          runId: run.runId,
-          signal,
-          onNotice,
-        });
-      },
-    });
-    log(`${identity.id} taking runs of ${specialists.join(', ')} (concurrency ${concurrency})`);
+    const worker = await composeQueueWorker(fabric, { specialists, concurrency, log });
+    log(`${worker.identity.id} taking runs of ${specialists.join(', ')} (concurrency ${concurrency})`);
     await worker.run(io.signal);
   } finally {
     // After every run has written its run_end: the mirror's last rows, the queue, the store.

@@ -1,0 +1,56 @@
+/**
+ * What a `fabric worker` does with a job it took (issue 17, SPEC §2: the worker's job handling is
+ * a use case): a queued run goes through the run use case with the id the server answered; a
+ * battery cell goes to the cell-job port, which runs it and its checks and reports the outcome.
+ * Reaches the world only through ports. Nothing here does I/O.
+ */
+import type { RunTask } from '../run/run-request.ts';
+import type { ExecuteQueuedRun } from './queue-worker.ts';
+import type { QueuedCell, QueuedRun } from './run-queue.ts';
+
+/** A queued run that is a battery cell. */
+export type QueuedCellRun = QueuedRun & { readonly cell: QueuedCell };
+
+/**
+ * Runs a queued battery cell (its run, then its `expect` checks) and reports its outcome.
+ * Rejects, after reporting, when the cell's run could not start.
+ */
+export type QueuedCellJob = (
+  run: QueuedCellRun,
+  signal: AbortSignal,
+  onNotice: (message: string) => void,
+) => Promise<void>;
+
+/** What the job handling is built from. */
+export interface WorkerJobsDeps {
+  /** The run use case, on the worker's own Fabric. */
+  readonly runTask: RunTask;
+  /** Battery cells' jobs. */
+  readonly cellJob: QueuedCellJob;
+  /** The worker's log; each run's notices go there, prefixed with the run's id. */
+  readonly log: (line: string) => void;
+}
+
+/**
+ * The `execute` a `QueueWorker` runs each job with. It rejects when the run could not start (no
+ * model, a pack that fails), so the worker records the run as not started.
+ */
+export function workerJobs({ runTask, cellJob, log }: WorkerJobsDeps): ExecuteQueuedRun {
+  return async (run, signal) => {
+    const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
+    if (run.cell !== undefined) {
+      await cellJob({ ...run, cell: run.cell }, signal, onNotice);
+      return;
+    }
+    await runTask({
+      specialist: run.specialist,
+      task: run.task,
+      workspace: run.workspace,
+      model: run.model,
+      maxSteps: run.maxSteps,
+      runId: run.runId,
+      signal,
+      onNotice,
+    });
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * Following a run that executes on a `fabric worker` (issue 17): its events are read from the
+ * control plane, where the worker's mirror writes them as they happen. Nothing here does I/O.
+ */
+import type { RunEvent } from '../../domain/run-events.ts';
+import type { ControlRunLookup } from './run-read-model.ts';
+
+/** How often a follower polls the control plane for a worker's new events. */
+export const QUEUED_EVENTS_POLL_MS = 100;
+
+/** A row in one of these statuses may still write events. */
+const OPEN = new Set(['queued', 'running']);
+
+/** Where a queued run's control row is found. */
+export interface QueuedRunSource {
+  /** True when runs are queued for workers (only then is the control plane asked). */
+  readonly queueOn: () => Promise<boolean>;
+  readonly control: () => Promise<ControlRunLookup | null>;
+}
+
+/** The control plane, when the queue is on and it has this run (one a worker runs or ran); else null. */
+export async function queuedRunControl(
+  source: QueuedRunSource,
+  runId: string,
+): Promise<ControlRunLookup | null> {
+  if (!(await source.queueOn())) return null;
+  const control = await source.control();
+  return control !== null && (await control.getRun(runId)) !== null ? control : null;
+}
+
+/**
+ * Sends the run's events after `afterSeq` as the control plane gets them, then calls `end` after
+ * `run_end`, or once the row says the run will write nothing more (interrupted, not started).
+ * Each poll reads only the events after the last one sent (the (run_id, seq) key), and the row
+ * only when no event came: a long run costs the same per poll at its end as at its start.
+ * Returns how to stop following.
+ */
+export function followControlEvents(
+  store: ControlRunLookup,
+  runId: string,
+  afterSeq: number,
+  send: (event: RunEvent) => void,
+  end: () => void,
+  pollMs = QUEUED_EVENTS_POLL_MS,
+): () => void {
+  let last = afterSeq;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const drain = async (): Promise<{ count: number; ended: boolean }> => {
+    const events = await store.runEvents(runId, last);
+    let ended = false;
+    for (const event of events) {
+      if (event.seq <= last) continue;
+      last = event.seq;
+      send(event);
+      if (event.kind === 'run_end') ended = true;
+    }
+    return { count: events.length, ended };
+  };
+  const poll = async () => {
+    try {
+      const read = await drain();
+      if (read.ended) return end();
+      if (read.count === 0) {
+        const row = await store.getRun(runId);
+        if (row !== null && !OPEN.has(row.status)) {
+          // The run ended without a run_end in the store (interrupted, or never started);
+          // events written between the two reads are still sent.
+          await drain();
+          return end();
+        }
+      }
+    } catch {
+      // The database blinked; the next poll tries again.
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), pollMs);
+  };
+  void poll();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
