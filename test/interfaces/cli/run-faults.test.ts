@@ -126,7 +126,7 @@ describe('fabric run when the model or the backend misbehaves', () => {
       reason: 'invalid_json',
       tool: 'convert_units',
     });
-    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    const second = server.chatRequests()[1]!.body as { messages: { role: string; content: string }[] };
     expect(second.messages.at(-1)).toMatchObject({ role: 'tool' });
     expect(second.messages.at(-1)?.content).toMatch(/not valid JSON/);
   });
@@ -221,7 +221,7 @@ describe('fabric run when the model or the backend misbehaves', () => {
     expect(events.find((event) => event.kind === 'tool_result')).toMatchObject({ result: '2 m = 200 cm' });
     // The markup is not sent back as the assistant's text: the call lives in tool_calls.
     const sent = (
-      server.chatRequests()[1]?.body as {
+      server.chatRequests()[1]!.body as {
         messages: { role: string; content: unknown; tool_calls?: unknown[] }[];
       }
     ).messages.filter((message) => message.role === 'assistant');
