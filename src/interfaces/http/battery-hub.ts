@@ -6,7 +6,7 @@
 import type { BatterySummary } from '../../application/battery/battery-summary.ts';
 import type { CellKey, CellResult } from '../../application/battery/battery-types.ts';
 import { errorMessage } from '../../domain/errors.ts';
-import type { BatterySession } from '../battery/battery-session.ts';
+import type { BatterySession } from '../../application/battery/battery-session.ts';
 
 /** A battery's progress, as its SSE stream sends it. */
 export type BatteryEvent =

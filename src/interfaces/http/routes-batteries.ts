@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { summarizeBattery } from '../../application/battery/battery-summary.ts';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
-import { BatterySession } from '../battery/battery-session.ts';
+import { BatterySession } from '../../application/battery/battery-session.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { StartBatteryBody, batteryIssues, batteryOfBody } from './battery-body.ts';

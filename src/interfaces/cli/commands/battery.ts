@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { renderReport } from '../../../application/battery/battery-report.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { BatterySession } from '../../battery/battery-session.ts';
+import { BatterySession } from '../../../application/battery/battery-session.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { BatteryProgress } from '../battery-progress.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';

@@ -5,7 +5,7 @@ import { QueueWorker } from '../../../application/queue/queue-worker.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { ArchiveCache } from '../../../infrastructure/workspace/archive-workspaces.ts';
-import { executeQueuedCell } from '../../battery/worker-cell.ts';
+import { executeQueuedCell } from '../../../application/battery/worker-cell-job.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';

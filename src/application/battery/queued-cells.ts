@@ -3,15 +3,10 @@
  * once, enqueues each cell as a job carrying its task and checks, and waits for the outcome the
  * worker reports (its run and checks). A cell whose worker died is its run, `interrupted`.
  */
-import type { BatteryPlan } from '../../application/battery/battery-types.ts';
-import {
-  type CellExecutor,
-  type CellOutcome,
-  type CellWork,
-  runChecks,
-} from '../../application/battery/cell-executor.ts';
-import type { ControlReader } from '../../application/control/control-ports.ts';
-import { newRunId } from '../../application/run/run-id.ts';
+import type { BatteryPlan } from './battery-types.ts';
+import { type CellExecutor, type CellOutcome, type CellWork, runChecks } from './cell-executor.ts';
+import type { ControlReader } from '../control/control-ports.ts';
+import { newRunId } from '../run/run-id.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
 import { systemClock } from '../../infrastructure/clock.ts';

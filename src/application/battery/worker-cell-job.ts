@@ -3,9 +3,9 @@
  * directory, the run, then its `expect` checks there (the worker has the toolchain), and the
  * outcome reported to the queue's database for the battery's runner to collect.
  */
-import { type CellOutcome, LocalCellExecutor } from '../../application/battery/cell-executor.ts';
-import type { CellRunRequest, CellWorkspaces } from '../../application/battery/battery-ports.ts';
-import type { QueuedRun } from '../../application/queue/run-queue.ts';
+import { type CellOutcome, LocalCellExecutor } from './cell-executor.ts';
+import type { CellRunRequest, CellWorkspaces } from './battery-ports.ts';
+import type { QueuedRun } from '../queue/run-queue.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
 import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';

@@ -4,17 +4,17 @@
  * runs, and keeps the battery's own state file up to date after every cell.
  */
 import { realpath } from 'node:fs/promises';
-import type { BatteryRecorder, CellRunRequest, CellRunner } from '../../application/battery/battery-ports.ts';
-import { type BatteryOutcome, pendingCells, runBattery } from '../../application/battery/run-battery.ts';
-import { type BatterySummary, summarizeBattery } from '../../application/battery/battery-summary.ts';
+import type { BatteryRecorder, CellRunRequest, CellRunner } from './battery-ports.ts';
+import { type BatteryOutcome, pendingCells, runBattery } from './run-battery.ts';
+import { type BatterySummary, summarizeBattery } from './battery-summary.ts';
 import {
   type BatteryPlan,
   type BatteryState,
   type CellKey,
   type CellResult,
   newBatteryId,
-} from '../../application/battery/battery-types.ts';
-import { sameModel } from '../../application/models/resolve-model.ts';
+} from './battery-types.ts';
+import { sameModel } from '../models/resolve-model.ts';
 import { type BatteryFile, loadBatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
