@@ -1,32 +1,28 @@
 /**
  * A battery in one process (SPEC §12), shared by `fabric battery` and `POST /v1/batteries`: it
- * plans the cells (or picks up a battery to resume), builds the runner's ports from the Fabric,
- * runs, and keeps the battery's own state file up to date after every cell.
+ * plans the cells (or picks up a battery to resume), gives the runner its ports, runs, and keeps
+ * the battery's own state up to date after every cell. It reaches the world through
+ * `BatterySessionPorts` only (wired in `src/composition/battery.ts`).
  */
-import { realpath } from 'node:fs/promises';
-import type { BatteryRecorder, CellRunRequest, CellRunner } from './battery-ports.ts';
-import { type BatteryOutcome, pendingCells, runBattery } from './run-battery.ts';
-import { type BatterySummary, summarizeBattery } from './battery-summary.ts';
+import type { BatteryFile } from '../../config/battery-file.ts';
+import { FabricError } from '../../domain/errors.ts';
+import { BatteryControlRows } from './battery-control-rows.ts';
+import { CatalogCellRunner, resolveBatteryModels } from './battery-models.ts';
+import type { BatteryRecorder } from './battery-ports.ts';
+import { batterySummaryOf } from './battery-read-model.ts';
+import type { BatterySummary } from './battery-summary.ts';
 import {
   type BatteryPlan,
   type BatteryState,
   type CellKey,
   type CellResult,
+  cellId,
   newBatteryId,
 } from './battery-types.ts';
-import { sameModel } from '../models/resolve-model.ts';
-import { type BatteryFile, loadBatteryFile } from '../../config/battery-file.ts';
-import { FabricError } from '../../domain/errors.ts';
-import type { RunResult } from '../../domain/run-result.ts';
-import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
-import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
-import { systemClock } from '../../infrastructure/clock.ts';
-import { WorkspaceCopies } from '../../infrastructure/workspace/workspace-copy.ts';
-import type { Fabric } from '../../composition/fabric.ts';
-import { BatteryControlRows } from './battery-control-rows.ts';
-import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
-import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
 import { batteryWorkspace, checkBattery } from './check-battery.ts';
+import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
+import { type BatteryOutcome, pendingCells, runBattery } from './run-battery.ts';
+import type { BatterySessionPorts } from './session-ports.ts';
 
 /** Cells queued at once by default with `queue: postgres` (the workers decide how many run). */
 const QUEUED_CELLS_AT_ONCE = 1000;
@@ -55,42 +51,40 @@ export class BatterySession {
   readonly plan: BatteryPlan;
   readonly file: string;
   readonly concurrency: number;
-  readonly #fabric: Fabric;
-  readonly #states: BatteryStateFiles;
+  readonly #ports: BatterySessionPorts;
   readonly #createdAt: string;
   #cells: CellResult[];
+  /** The ids of the cells running now. */
+  readonly #started = new Set<string>();
   #status: BatteryState['status'] = 'running';
   /** With `queue: postgres`: the workspace's archive on the queue (undefined: no workspace). */
   #queued: { readonly archive: string | undefined } | undefined;
 
   private constructor(
-    fabric: Fabric,
+    ports: BatterySessionPorts,
     plan: BatteryPlan,
     file: string,
     done: readonly CellResult[],
     createdAt: string,
     concurrency: number,
   ) {
-    this.#fabric = fabric;
+    this.#ports = ports;
     this.plan = plan;
     this.file = file;
     this.#cells = [...done];
     this.#createdAt = createdAt;
     this.concurrency = concurrency;
-    this.#states = new BatteryStateFiles(fabric.config.runs_dir);
   }
 
   /**
    * Plans a battery from its file, or picks up one to resume. Throws `config_invalid` (nothing
    * runs) for a file that does not fit the config, `run_not_found` for an unknown id.
    */
-  static async open(fabric: Fabric, request: BatteryRequest): Promise<BatterySession> {
+  static async open(ports: BatterySessionPorts, request: BatteryRequest): Promise<BatterySession> {
+    const { settings } = ports;
     // With the queue, the workers' own concurrency bounds the cells: every pending cell is queued.
     const concurrency =
-      request.concurrency ??
-      (fabric.config.queue === 'postgres'
-        ? QUEUED_CELLS_AT_ONCE
-        : Math.max(1, fabric.config.llm.lm_studio_urls.length));
+      request.concurrency ?? (settings.queued ? QUEUED_CELLS_AT_ONCE : Math.max(1, settings.servers));
     if (request.resume !== undefined) {
       if (request.models !== undefined) {
         throw new FabricError(
@@ -98,9 +92,9 @@ export class BatterySession {
           '--models cannot change a battery being resumed; it keeps its models.',
         );
       }
-      const state = await new BatteryStateFiles(fabric.config.runs_dir).read(request.resume);
+      const state = await ports.states.read(request.resume);
       if (request.file !== undefined) {
-        const battery = await loadBatteryFile(request.file);
+        const battery = await ports.loadFile(request.file);
         if (battery.name !== state.plan.name) {
           throw new FabricError(
             'usage',
@@ -109,7 +103,7 @@ export class BatterySession {
         }
       }
       const session = new BatterySession(
-        fabric,
+        ports,
         state.plan,
         state.file,
         state.cells,
@@ -122,25 +116,25 @@ export class BatterySession {
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
     const battery =
       request.battery ??
-      (await loadBatteryFile(request.file as string, {
-        names: Object.keys(fabric.config.specialists),
-        source: fabric.config.source,
+      (await ports.loadFile(request.file as string, {
+        names: Object.keys(settings.specialists),
+        source: settings.source,
       }));
-    await checkBattery(battery, fabric.config);
-    const models = await resolveModels(fabric, battery, request.models, request.signal);
-    const now = systemClock.now();
-    const workspace = batteryWorkspace(battery, fabric.config);
+    await checkBattery(battery, ports);
+    const models = await resolveBatteryModels(ports.models, battery, request.models, request.signal);
+    const now = ports.clock.now();
+    const workspace = batteryWorkspace(battery, settings);
     const plan: BatteryPlan = {
       id: newBatteryId(now),
       name: battery.name,
       specialist: battery.specialist,
-      workspace: workspace === undefined ? undefined : await realpath(workspace),
+      workspace: workspace === undefined ? undefined : await ports.paths.canonical(workspace),
       models,
       repeat: battery.repeat,
       maxSteps: battery.max_steps,
       tasks: battery.tasks.map((task) => ({ id: task.id, task: task.task, expect: task.expect })),
     };
-    const session = new BatterySession(fabric, plan, battery.source, [], now.toISOString(), concurrency);
+    const session = new BatterySession(ports, plan, battery.source, [], now.toISOString(), concurrency);
     return session.#archive();
   }
 
@@ -149,15 +143,14 @@ export class BatterySession {
    * a workspace over `worker.archive_max_mib` refuses the battery (`workspace_too_large`).
    */
   async #archive(): Promise<this> {
-    const services = await this.#fabric.runQueue();
-    if (services !== null)
-      this.#queued = { archive: await archiveBatteryWorkspace(this.#fabric, services, this.plan) };
+    const queue = await this.#ports.queue();
+    if (queue !== null) this.#queued = { archive: await archiveBatteryWorkspace(queue, this.plan) };
     return this;
   }
 
   /** Where the battery's own state is kept. */
   get statePath(): string {
-    return this.#states.pathOf(this.plan.id);
+    return this.#ports.states.pathOf(this.plan.id);
   }
 
   /** The cells still to run. */
@@ -170,12 +163,13 @@ export class BatterySession {
     return this.#cells;
   }
 
+  /** The ids (`cellId`) of the cells running now. */
+  started(): ReadonlySet<string> {
+    return this.#started;
+  }
+
   summary(): BatterySummary {
-    const reason =
-      this.#status === 'interrupted'
-        ? `interrupted before it ran; \`fabric battery --resume ${this.plan.id}\` runs it`
-        : 'not run yet';
-    return summarizeBattery(this.plan, this.#cells, reason);
+    return batterySummaryOf(this.plan, this.#cells, this.#status);
   }
 
   /** `running` until `run` ends; then `done`, or `interrupted` (resumable). */
@@ -190,7 +184,8 @@ export class BatterySession {
   async run(signal: AbortSignal, listener: BatteryListener = {}): Promise<BatteryOutcome> {
     this.#status = 'running';
     await this.#save();
-    const rows = new BatteryControlRows(this.#fabric.controlStore());
+    const ports = this.#ports;
+    const rows = new BatteryControlRows(ports.controlStore());
     const row = (ended: boolean) => ({
       id: this.plan.id,
       name: this.plan.name,
@@ -198,12 +193,12 @@ export class BatterySession {
       file: this.file,
       models: this.plan.models,
       started_at: this.#createdAt,
-      ended_at: ended ? systemClock.now().toISOString() : null,
+      ended_at: ended ? ports.clock.now().toISOString() : null,
       status: this.#status,
     });
     rows.battery(row(false));
-    const workspaces = new WorkspaceCopies(this.plan.workspace ?? '.', [this.#fabric.config.runs_dir]);
-    const specialist = this.#fabric.registry.config(this.plan.specialist);
+    const checks = ports.checksFor(this.plan.specialist);
+    const workspaces = ports.workspacesFor(this.plan.workspace);
     const recorder: BatteryRecorder = {
       cellEnded: async (result) => {
         this.#cells = [...this.#cells.filter((c) => !sameCell(c, result)), result];
@@ -211,33 +206,39 @@ export class BatterySession {
         rows.cell(this.plan.id, result);
       },
     };
-    const services = this.#queued === undefined ? null : await this.#fabric.runQueue();
-    const store = services === null ? null : await this.#fabric.controlStore();
-    const executor =
-      services === null || store === null
-        ? undefined
-        : new QueuedCellExecutor(services, store, this.plan.specialist, this.#queued?.archive);
     try {
+      const queue = this.#queued === undefined ? null : await ports.queue();
+      const runs = queue === null ? null : await queue.runs();
+      const executor =
+        queue === null || runs === null
+          ? undefined
+          : new QueuedCellExecutor(
+              { queue, runs, newRunId: ports.newRunId, clock: ports.clock },
+              this.plan.specialist,
+              this.#queued?.archive,
+            );
       const outcome = await runBattery(
         this.plan,
         {
-          runner: new FabricCellRunner(this.#fabric, this.plan.specialist),
+          runner: new CatalogCellRunner(ports, this.plan.specialist),
           workspaces,
-          checks: new SandboxExpectChecks(specialistSandbox(specialist)),
+          checks,
           recorder,
-          clock: systemClock,
+          clock: ports.clock,
           ...(executor === undefined ? {} : { executor }),
         },
         {
           concurrency: this.concurrency,
           done: this.#cells,
           signal,
-          ...(listener.onCellStart === undefined
-            ? {}
-            : { onCellStart: (cell) => listener.onCellStart?.(cell) }),
-          ...(listener.onCellEnd === undefined
-            ? {}
-            : { onCellEnd: (result) => listener.onCellEnd?.(result) }),
+          onCellStart: (cell) => {
+            this.#started.add(cellId(cell));
+            listener.onCellStart?.(cell);
+          },
+          onCellEnd: (result) => {
+            this.#started.delete(cellId(result));
+            listener.onCellEnd?.(result);
+          },
         },
       );
       this.#status = outcome.interrupted ? 'interrupted' : 'done';
@@ -257,88 +258,13 @@ export class BatterySession {
       file: this.file,
       status: this.#status,
       created_at: this.#createdAt,
-      updated_at: systemClock.now().toISOString(),
+      updated_at: this.#ports.clock.now().toISOString(),
       cells: this.#cells,
     };
-    return this.#states.save(state);
+    return this.#ports.states.save(state);
   }
 }
 
 function sameCell(a: CellKey, b: CellKey): boolean {
   return a.task === b.task && a.model === b.model && a.repeat === b.repeat;
-}
-
-/** The battery's models: `--models`, else the file's; `available` = every tool-capable model. */
-async function resolveModels(
-  fabric: Fabric,
-  battery: BatteryFile,
-  flag: BatteryRequest['models'],
-  signal: AbortSignal,
-): Promise<string[]> {
-  const wanted = flag ?? battery.models;
-  if (wanted === undefined) {
-    throw new FabricError(
-      'usage',
-      `${battery.source} names no models; add \`models: [A, B]\` (or \`models: available\`) or pass --models A,B.`,
-    );
-  }
-  if (wanted !== 'available') return [...new Set(wanted)];
-  const probes = await fabric.catalog.probe(signal);
-  const ids: string[] = [];
-  for (const model of probes.filter((p) => p.ok).flatMap((p) => p.models)) {
-    if (model.toolUse === true && model.type !== 'embedding' && !ids.some((id) => sameModel(id, model.id))) {
-      ids.push(model.id);
-    }
-  }
-  if (ids.length === 0) {
-    const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ` (${p.error ?? 'down'})`}`);
-    throw new FabricError(
-      // Nothing answered: start a server; something answered: load a model (issue 20).
-      probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
-      `\`models: available\` found no tool-capable model (asked: ${asked.join(', ')}). Load one in LM Studio or pull one with Ollama; \`fabric models\` shows what each backend has.`,
-    );
-  }
-  return ids;
-}
-
-/** Cells as ordinary runs through the Fabric; a model's fitness read from the backends' catalog. */
-class FabricCellRunner implements CellRunner {
-  readonly #fabric: Fabric;
-  readonly #specialist: string;
-
-  constructor(fabric: Fabric, specialist: string) {
-    this.#fabric = fabric;
-    this.#specialist = specialist;
-  }
-
-  async unusable(model: string, signal: AbortSignal): Promise<string | null> {
-    const id = this.#fabric.config.llm.models[model] ?? model;
-    // Asked again for every cell: a model loaded or unloaded since the last one counts (SPEC §12).
-    this.#fabric.refreshCatalog();
-    const probes = await this.#fabric.catalog.probe(signal);
-    const copies = probes.filter((p) => p.ok).flatMap((p) => p.models.filter((m) => sameModel(m.id, id)));
-    if (copies.length === 0) {
-      const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ' (down)'}`).join(', ');
-      return `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`;
-    }
-    if (copies.every((m) => m.type === 'embedding')) {
-      return `"${id}" is an embedding model; it cannot chat. Leave it out of the battery.`;
-    }
-    if (copies.every((m) => m.toolUse === false)) {
-      return `The model "${id}" cannot call tools (its backend says it was not trained for tool use), and every cell needs them. Pick a tool-capable model (\`fabric models\`).`;
-    }
-    return null;
-  }
-
-  run(request: CellRunRequest): Promise<RunResult> {
-    return this.#fabric.run({
-      specialist: this.#specialist,
-      task: request.task,
-      workspace: request.workspace,
-      model: request.model,
-      maxSteps: request.maxSteps,
-      tags: request.tags,
-      signal: request.signal,
-    });
-  }
 }

@@ -3,38 +3,44 @@
  * the workspace does, and every `expect` command is one the specialist's sandbox would run.
  * Any problem is `config_invalid` naming the field and its line (exit 2).
  */
-import { stat } from 'node:fs/promises';
 import { type BatteryFile, batteryProblems } from '../../config/battery-file.ts';
-import type { FabricConfig } from '../../config/load.ts';
-import { ToolError } from '../../domain/errors.ts';
-import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
-import { splitCommand } from '../../infrastructure/sandbox/argv.ts';
-import { checkCommand, parseAllowlist } from '../../infrastructure/sandbox/command-policy.ts';
+import type { BatteryPaths, BatterySettings, ExpectCommandPolicy } from './session-ports.ts';
 
 /** The workspace the battery's cells copy: the file's, else the specialist's. */
-export function batteryWorkspace(battery: BatteryFile, config: FabricConfig): string | undefined {
-  return battery.workspace ?? config.specialists[battery.specialist]?.workspace;
+export function batteryWorkspace(
+  battery: BatteryFile,
+  settings: Pick<BatterySettings, 'specialists'>,
+): string | undefined {
+  return battery.workspace ?? settings.specialists[battery.specialist]?.workspace;
+}
+
+/** What the check reads besides the file. */
+export interface CheckBatteryPorts {
+  readonly settings: Pick<BatterySettings, 'specialists' | 'source'>;
+  readonly paths: Pick<BatteryPaths, 'kind'>;
+  readonly commands: ExpectCommandPolicy;
 }
 
 /** Throws `config_invalid` listing every problem of the file against the config. */
-export async function checkBattery(battery: BatteryFile, config: FabricConfig): Promise<void> {
+export async function checkBattery(battery: BatteryFile, ports: CheckBatteryPorts): Promise<void> {
+  const { settings, paths, commands } = ports;
   const problems: { path: (string | number)[]; message: string }[] = [];
-  const specialist = config.specialists[battery.specialist];
+  const specialist = settings.specialists[battery.specialist];
   if (specialist === undefined) {
-    const known = Object.keys(config.specialists).join(', ') || '(none)';
+    const known = Object.keys(settings.specialists).join(', ') || '(none)';
     problems.push({
       path: ['specialist'],
-      message: `no specialist "${battery.specialist}" in ${config.source} (configured: ${known})`,
+      message: `no specialist "${battery.specialist}" in ${settings.source} (configured: ${known})`,
     });
     throw batteryProblems(battery, problems);
   }
-  const workspace = batteryWorkspace(battery, config);
+  const workspace = batteryWorkspace(battery, settings);
   if (workspace !== undefined) {
-    const info = await stat(workspace).catch(() => undefined);
-    if (info === undefined || !info.isDirectory()) {
+    const kind = await paths.kind(workspace);
+    if (kind !== 'directory') {
       problems.push({
         path: ['workspace'],
-        message: `${workspace} ${info === undefined ? 'does not exist' : 'is not a directory'}${battery.workspace === undefined ? ` (the workspace of specialist "${battery.specialist}")` : ' (paths are relative to the battery file)'}`,
+        message: `${workspace} ${kind === 'missing' ? 'does not exist' : 'is not a directory'}${battery.workspace === undefined ? ` (the workspace of specialist "${battery.specialist}")` : ' (paths are relative to the battery file)'}`,
       });
     }
   } else if (specialist.builder === 'builtin:rust') {
@@ -43,9 +49,8 @@ export async function checkBattery(battery: BatteryFile, config: FabricConfig): 
       message: 'missing: the rust specialist works in a workspace; name one',
     });
   }
-  const sandbox = specialistSandbox(specialist);
-  const allowed = parseAllowlist(sandbox.allowed_commands);
-  const shown = sandbox.allowed_commands.length === 0 ? 'none' : sandbox.allowed_commands.join(', ');
+  const allowed = commands.allowedCommands(specialist);
+  const shown = allowed.length === 0 ? 'none' : allowed.join(', ');
   battery.tasks.forEach((task, t) => {
     const checksFiles = task.expect.commands.length > 0 || Object.keys(task.expect.files_contain).length > 0;
     if (checksFiles && workspace === undefined) {
@@ -55,15 +60,12 @@ export async function checkBattery(battery: BatteryFile, config: FabricConfig): 
       });
     }
     task.expect.commands.forEach((command, c) => {
-      try {
-        checkCommand(splitCommand(command), { allowed, root: workspace ?? battery.source });
-      } catch (error) {
-        if (!(error instanceof ToolError)) throw error;
-        problems.push({
-          path: ['tasks', t, 'expect', 'commands', c],
-          message: `${error.message.split('\n')[0]} (specialist "${battery.specialist}" allows: ${shown}; see sandbox.allowed_commands)`,
-        });
-      }
+      const refusal = commands.refusal(specialist, command, workspace ?? battery.source);
+      if (refusal === null) return;
+      problems.push({
+        path: ['tasks', t, 'expect', 'commands', c],
+        message: `${refusal.split('\n')[0]} (specialist "${battery.specialist}" allows: ${shown}; see sandbox.allowed_commands)`,
+      });
     });
   });
   if (problems.length > 0) throw batteryProblems(battery, problems);

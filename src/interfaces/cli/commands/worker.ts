@@ -4,8 +4,7 @@ import process from 'node:process';
 import { QueueWorker } from '../../../application/queue/queue-worker.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { ArchiveCache } from '../../../infrastructure/workspace/archive-workspaces.ts';
-import { executeQueuedCell } from '../../../application/battery/worker-cell-job.ts';
+import { cellJobFor } from '../../../composition/battery.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -65,7 +64,7 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
       pid: process.pid,
     };
     // A battery's cells share its archive: fetched once per worker, unpacked per cell.
-    const archives = new ArchiveCache();
+    const cellJob = cellJobFor(fabric, services);
     const worker = new QueueWorker({
       queue: services.queue,
       registry: services.workers,
@@ -78,7 +77,7 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
       execute: async (run, signal) => {
         const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
         if (run.cell !== undefined) {
-          await executeQueuedCell(fabric, services, archives, { ...run, cell: run.cell }, signal, onNotice);
+          await cellJob({ ...run, cell: run.cell }, signal, onNotice);
           return;
         }
         await fabric.run({
