@@ -1,5 +1,5 @@
 /**
- * The composition of `fabric worker` (issue 17): the queue worker's loop and its job handling
+ * The composition of `fabric worker` (the run queue): the queue worker's loop and its job handling
  * (application/queue/), wired to the worker's Fabric, its queue services and the battery cells'
  * workspace archive cache. The command only parses, calls and prints.
  */
@@ -10,8 +10,7 @@ import { QueueWorker } from '../application/queue/queue-worker.ts';
 import type { WorkerInfo } from '../application/queue/run-queue.ts';
 import { workerJobs } from '../application/queue/worker-jobs.ts';
 import { FabricError } from '../domain/errors.ts';
-import { ArchiveCache } from '../infrastructure/workspace/archive-workspaces.ts';
-import { executeQueuedCell } from '../interfaces/battery/worker-cell.ts';
+import { cellJobFor } from './battery.ts';
 import type { Fabric } from './fabric.ts';
 
 /** What a worker takes besides its Fabric. */
@@ -46,7 +45,7 @@ export async function composeQueueWorker(
     pid: process.pid,
   };
   // A battery's cells share its archive: fetched once per worker, unpacked per cell.
-  const archives = new ArchiveCache();
+  const cellJob = cellJobFor(fabric, services);
   const worker = new QueueWorker({
     queue: services.queue,
     registry: services.workers,
@@ -58,8 +57,7 @@ export async function composeQueueWorker(
     log,
     execute: workerJobs({
       runTask: (request) => fabric.run(request),
-      cellJob: (run, signal, onNotice) =>
-        executeQueuedCell(fabric, services, archives, run, signal, onNotice),
+      cellJob,
       log,
     }),
   });

@@ -1,7 +1,7 @@
 /**
  * Where a battery cell's run and its `expect` checks happen (SPEC §12, issue 17): in this process
  * (`LocalCellExecutor`, a copy of the workspace per cell), or on a `fabric worker` through the
- * queue (the interfaces' queued executor). Either way the runner gets the same outcome.
+ * queue (`QueuedCellExecutor`, queued-cells.ts). Either way the runner gets the same outcome.
  */
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { RunStatus } from '../../domain/run-result.ts';

@@ -6,6 +6,7 @@
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
+import type { BatteryStates } from '../../application/battery/session-ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 
 /** Where battery states are kept under a runs directory. */
@@ -14,7 +15,7 @@ export function batteriesDir(runsDir: string): string {
 }
 
 /** Reads and writes battery states under a runs directory. */
-export class BatteryStateFiles {
+export class BatteryStateFiles implements BatteryStates {
   readonly #dir: string;
   /** Writes of one file are queued: the last state written is the last state given. */
   readonly #writes = new Map<string, Promise<void>>();

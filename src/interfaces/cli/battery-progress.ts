@@ -4,7 +4,7 @@
  */
 import type { BatteryPlan, CellKey, CellResult } from '../../application/battery/battery-types.ts';
 import { pairId, renderMatrix } from '../../application/battery/battery-report.ts';
-import type { BatteryListener } from '../battery/battery-session.ts';
+import type { BatteryListener } from '../../application/battery/battery-session.ts';
 import type { OutputStream } from './io.ts';
 import type { Style } from './style.ts';
 import { plural } from '../../domain/words.ts';

@@ -3,10 +3,11 @@
  * progress kept as numbered events that SSE streams follow (and resume, with `Last-Event-ID`),
  * and cancelled on shutdown like runs are — the cells not done stay resumable.
  */
+import type { LiveBatteries, LiveBatteryView } from '../../application/battery/battery-read-model.ts';
 import type { BatterySummary } from '../../application/battery/battery-summary.ts';
 import type { CellKey, CellResult } from '../../application/battery/battery-types.ts';
 import { errorMessage } from '../../domain/errors.ts';
-import type { BatterySession } from '../battery/battery-session.ts';
+import type { BatterySession } from '../../application/battery/battery-session.ts';
 
 /** A battery's progress, as its SSE stream sends it. */
 export type BatteryEvent =
@@ -44,7 +45,7 @@ const KEEP_ENDED = 20;
 /** Distributive, so each kind keeps its own fields. */
 type EventBody = BatteryEvent extends infer E ? (E extends BatteryEvent ? Omit<E, 'seq'> : never) : never;
 
-export class BatteryHub {
+export class BatteryHub implements LiveBatteries {
   readonly #batteries = new Map<string, LiveBattery>();
   readonly #ended: string[] = [];
 
@@ -99,9 +100,24 @@ export class BatteryHub {
     return this.#batteries.has(id) && !this.#ended.includes(id);
   }
 
-  /** The batteries known here, newest first. */
-  list(): LiveBattery[] {
-    return [...this.#batteries.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
+  /** A battery as the read model shows it, while it runs or among the last ended here. */
+  live(id: string): LiveBatteryView | undefined {
+    const live = this.#batteries.get(id);
+    if (live === undefined) return undefined;
+    const { session } = live;
+    const running = this.running(id);
+    const ended = live.events.at(-1);
+    return {
+      plan: session.plan,
+      running,
+      status: running ? 'running' : ended?.kind === 'battery_end' ? ended.status : session.status,
+      cells: session.cells(),
+      started: session.started(),
+    };
+  }
+
+  liveIds(): readonly string[] {
+    return [...this.#batteries.keys()];
   }
 
   /**

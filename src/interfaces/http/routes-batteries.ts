@@ -1,12 +1,11 @@
 import { Hono } from 'hono';
+import { batteryView } from '../../application/battery/battery-read-model.ts';
 import { summarizeBattery } from '../../application/battery/battery-summary.ts';
-import type { BatteryState } from '../../application/battery/battery-types.ts';
-import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
-import { BatterySession } from '../battery/battery-session.ts';
+import { batteryReadModel, openBattery } from '../../composition/battery.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { StartBatteryBody, batteryIssues, batteryOfBody } from './battery-body.ts';
-import type { BatteryEvent, BatteryHub, LiveBattery } from './battery-hub.ts';
+import type { BatteryEvent, BatteryHub } from './battery-hub.ts';
 import { lastEventIdHeader, limitParam, readJson, validateBody } from './bodies.ts';
 import { sseResponse } from './sse.ts';
 
@@ -30,20 +29,16 @@ function links(id: string) {
 
 /**
  * `/v1/batteries` (SPEC §12): start a battery, show one (SPEC §12's `--json` shape, plus its
- * status), list them, and stream a battery's progress. Batteries started elsewhere (`fabric
- * battery`) are read from their state files.
+ * status), list them, and stream a battery's progress, through the read model of batteries:
+ * the ones this server runs from its hub, those started elsewhere (`fabric battery`) from their
+ * state files.
  */
 export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Hono {
-  const states = new BatteryStateFiles(fabric.config.runs_dir);
+  const readModel = batteryReadModel(fabric, batteries);
   const app = new Hono();
 
   /** A battery: live in this server, else from its state file (404 `run_not_found` when neither). */
-  const viewOf = async (id: string) => {
-    const live = batteries.get(id);
-    if (live !== undefined) return liveView(live, batteries.running(id));
-    const state = await states.read(id);
-    return stateView(state);
-  };
+  const viewOf = async (id: string) => ({ ...batteryView(await readModel.read(id)), links: links(id) });
 
   app.post('/', async (c) => {
     const body = validateBody(StartBatteryBody, await readJson(c.req.raw));
@@ -51,7 +46,7 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
       names: Object.keys(fabric.config.specialists),
       source: fabric.config.source,
     });
-    const session = await BatterySession.open(fabric, {
+    const session = await openBattery(fabric, {
       battery,
       models: body.models,
       concurrency: body.concurrency,
@@ -79,19 +74,11 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
 
   app.get('/', async (c) => {
     const limit = limitParam(c.req.query('limit'), 20, 1000);
-    const ids = [...new Set([...batteries.list().map((live) => live.id), ...(await states.ids())])]
-      .sort()
-      .reverse();
-    const list = [];
-    for (const id of ids) {
-      if (list.length >= limit) break;
-      try {
-        const { cells: _cells, models: _models, ...brief } = { ...(await viewOf(id)) };
-        list.push(brief);
-      } catch {
-        // An unreadable state file is left out of the list; GET /v1/batteries/:id explains it.
-      }
-    }
+    // An unreadable state file is left out of the list; GET /v1/batteries/:id explains it.
+    const list = (await readModel.list(limit)).map((record) => {
+      const { cells: _cells, models: _models, ...brief } = batteryView(record);
+      return { ...brief, links: links(record.plan.id) };
+    });
     return c.json({ batteries: list });
   });
 
@@ -109,21 +96,21 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
       }, isLast);
     }
     // A battery run elsewhere (or before this server started): its cells as the state file has them.
-    const state = await states.read(id);
-    const events: BatteryEvent[] = state.cells.map((cell, i) => ({
+    const record = await readModel.read(id);
+    const events: BatteryEvent[] = record.cells.map((cell, i) => ({
       seq: i + 1,
       kind: 'cell_end',
       battery_id: id,
       cell,
     }));
-    if (state.status !== 'running') {
+    if (record.status !== 'running') {
       events.push({
         seq: events.length + 1,
         kind: 'battery_end',
         battery_id: id,
-        status: state.status,
-        reason: state.status === 'interrupted' ? 'interrupted; the cells not done are resumable' : null,
-        result: summarizeBattery(state.plan, state.cells, 'not run'),
+        status: record.status,
+        reason: record.status === 'interrupted' ? 'interrupted; the cells not done are resumable' : null,
+        result: summarizeBattery(record.plan, record.cells, 'not run'),
       });
     }
     return sseResponse<BatteryEvent>((send, end) => {
@@ -134,35 +121,4 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
   });
 
   return app;
-}
-
-function liveView(live: LiveBattery, running: boolean) {
-  const { session } = live;
-  const ended = live.events.at(-1);
-  const status = running ? 'running' : ended?.kind === 'battery_end' ? ended.status : session.status;
-  return {
-    ...session.summary(),
-    status,
-    specialist: session.plan.specialist,
-    cells_done: session.cells().length,
-    cells_total: session.plan.tasks.length * session.plan.models.length * session.plan.repeat,
-    live: running,
-    links: links(live.id),
-  };
-}
-
-function stateView(state: BatteryState) {
-  const reason =
-    state.status === 'interrupted'
-      ? `interrupted before it ran; \`fabric battery --resume ${state.plan.id}\` runs it`
-      : 'not run yet';
-  return {
-    ...summarizeBattery(state.plan, state.cells, reason),
-    status: state.status,
-    specialist: state.plan.specialist,
-    cells_done: state.cells.length,
-    cells_total: state.plan.tasks.length * state.plan.models.length * state.plan.repeat,
-    live: false,
-    links: links(state.plan.id),
-  };
 }

@@ -333,8 +333,8 @@ describe('faults while a battery runs over HTTP', () => {
     expect(state.cells.every((cell) => cell.status === 'succeeded')).toBe(true);
 
     // Resumed (here in a new server's process), it runs only what was left.
-    const { BatterySession } = await import('../../../src/interfaces/battery/battery-session.ts');
-    const session = await BatterySession.open(s.fabric, { resume: id, signal: new AbortController().signal });
+    const { openBattery } = await import('../../../src/composition/battery.ts');
+    const session = await openBattery(s.fabric, { resume: id, signal: new AbortController().signal });
     expect(session.pending().length).toBe(4 - state.cells.length);
     const outcome = await session.run(new AbortController().signal);
     expect(outcome.interrupted).toBe(false);

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { renderReport } from '../../../application/battery/battery-report.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { BatterySession } from '../../battery/battery-session.ts';
+import { openBattery } from '../../../composition/battery.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { BatteryProgress } from '../battery-progress.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
@@ -90,7 +90,7 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
   const fabric = createFabric(config);
   const style = styleFor(io.stderr, io.env);
   try {
-    const session = await BatterySession.open(fabric, {
+    const session = await openBattery(fabric, {
       file: file === undefined ? undefined : resolve(io.cwd, file),
       resume: values.resume,
       models,

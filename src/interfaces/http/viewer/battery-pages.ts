@@ -1,6 +1,6 @@
 import { type ModelSummary, summarizeBattery } from '../../../application/battery/battery-summary.ts';
 import { type CellResult, cellId } from '../../../application/battery/battery-types.ts';
-import type { BatteryRecord } from './battery-index.ts';
+import type { BatteryRecord } from '../../../application/battery/battery-read-model.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, clip, duration, page, refreshRegion } from './layout.ts';
 import { plural } from '../../../domain/words.ts';

@@ -2,6 +2,7 @@ import { type Context, Hono } from 'hono';
 import type { ProcessLiveness } from '../../../application/runs/process-liveness.ts';
 import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
+import { batteryReadModel } from '../../../composition/battery.ts';
 import type { Fabric } from '../../../composition/fabric.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
@@ -11,7 +12,6 @@ import type { BatteryHub } from '../battery-hub.ts';
 import { type RunHub, liveRuns } from '../run-hub.ts';
 import { sseResponse } from '../sse.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
-import { BatteryIndex } from './battery-index.ts';
 import { batteriesPage, batteryPage } from './battery-pages.ts';
 import { type DaemonEntry, daemonPage } from './daemon-page.ts';
 import type { SafeHtml } from './html.ts';
@@ -194,7 +194,7 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
   }
 
   if (nav.batteries) {
-    const batteries = new BatteryIndex(fabric.config.runs_dir, deps.batteries);
+    const batteries = batteryReadModel(fabric, deps.batteries);
     app.get(
       '/batteries',
       guarded(async (c) => send(c, batteriesPage(await batteries.list(BATTERY_LIST_SIZE), nav))),

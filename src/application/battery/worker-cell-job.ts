@@ -3,15 +3,28 @@
  * directory, the run, then its `expect` checks there (the worker has the toolchain), and the
  * outcome reported to the queue's database for the battery's runner to collect.
  */
-import { type CellOutcome, LocalCellExecutor } from '../../application/battery/cell-executor.ts';
-import type { CellRunRequest, CellWorkspaces } from '../../application/battery/battery-ports.ts';
-import type { QueuedRun } from '../../application/queue/run-queue.ts';
 import { FabricError } from '../../domain/errors.ts';
-import { SandboxExpectChecks } from '../../infrastructure/battery/expect-checks.ts';
-import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
-import { type ArchiveCache, ArchiveWorkspaces } from '../../infrastructure/workspace/archive-workspaces.ts';
-import type { Fabric } from '../../composition/fabric.ts';
-import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
+import type { CellReports, QueuedRun } from '../queue/run-queue.ts';
+import type { RunTask } from '../run/run-request.ts';
+import type { CellRunRequest, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
+import { type CellOutcome, LocalCellExecutor } from './cell-executor.ts';
+
+/** What a worker's cell job needs. */
+export interface CellJobPorts {
+  /** Runs the cell's run on this worker (under the id the battery gave it). */
+  readonly runTask: RunTask;
+  /** A specialist's `expect` checks: its sandbox and allowlist. */
+  readonly checksFor: (specialist: string) => ExpectChecks;
+  /** Fresh copies of the battery's workspace, unpacked from its archive on the queue. */
+  readonly workspacesFromArchive: (archive: string) => CellWorkspaces;
+  /** Where the outcome goes: the battery's runner collects it there. */
+  readonly reports: Pick<CellReports, 'report'>;
+  /** Waits between attempts at reporting; default a timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** A queued run that is a battery cell. */
+export type QueuedCellRun = QueuedRun & { readonly cell: NonNullable<QueuedRun['cell']> };
 
 const NO_WORKSPACE: CellWorkspaces = {
   prepare: () => Promise.reject(new Error('the battery has no workspace')),
@@ -22,21 +35,16 @@ const NO_WORKSPACE: CellWorkspaces = {
  * start, so the worker marks the run's row as not started, as for any queued run.
  */
 export async function executeQueuedCell(
-  fabric: Fabric,
-  services: QueueServices,
-  archives: ArchiveCache,
-  run: QueuedRun & { readonly cell: NonNullable<QueuedRun['cell']> },
+  ports: CellJobPorts,
+  run: QueuedCellRun,
   signal: AbortSignal,
   onNotice: (message: string) => void,
 ): Promise<void> {
   const { archive, spec } = run.cell;
-  const workspaces =
-    archive === undefined
-      ? NO_WORKSPACE
-      : new ArchiveWorkspaces(() => archives.get(archive, (id) => services.cells.archive(id)));
+  const workspaces = archive === undefined ? NO_WORKSPACE : ports.workspacesFromArchive(archive);
   const runner = {
     run: (request: CellRunRequest) =>
-      fabric.run({
+      ports.runTask({
         specialist: run.specialist,
         task: request.task,
         workspace: request.workspace,
@@ -48,8 +56,7 @@ export async function executeQueuedCell(
         onNotice,
       }),
   };
-  const checks = new SandboxExpectChecks(specialistSandbox(fabric.registry.config(run.specialist)));
-  const executor = new LocalCellExecutor(runner, workspaces, checks);
+  const executor = new LocalCellExecutor(runner, workspaces, ports.checksFor(run.specialist));
   let outcome: CellOutcome = await executor.execute(
     {
       cell: { task: spec.id, model: run.model ?? '', repeat: Number(run.tags?.repeat ?? 1) },
@@ -65,23 +72,20 @@ export async function executeQueuedCell(
     // `--resume` runs again.
     outcome = { kind: 'not_run', error: 'The worker running the cell stopped before the cell ended.' };
   }
-  await reportWithRetries(services, run.runId, outcome);
+  await reportWithRetries(ports, run.runId, outcome);
   if (outcome.kind === 'not_run') throw new FabricError('internal', outcome.error);
 }
 
 /** The outcome is the battery's only news of the cell: a blip of the database must not lose it. */
-async function reportWithRetries(
-  services: QueueServices,
-  runId: string,
-  outcome: CellOutcome,
-): Promise<void> {
+async function reportWithRetries(ports: CellJobPorts, runId: string, outcome: CellOutcome): Promise<void> {
+  const sleep = ports.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   for (let attempt = 1; ; attempt++) {
     try {
-      await services.cells.report(runId, outcome);
+      await ports.reports.report(runId, outcome);
       return;
     } catch (error) {
       if (attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      await sleep(200 * attempt);
     }
   }
 }

@@ -3,20 +3,12 @@
  * once, enqueues each cell as a job carrying its task and checks, and waits for the outcome the
  * worker reports (its run and checks). A cell whose worker died is its run, `interrupted`.
  */
-import type { BatteryPlan } from '../../application/battery/battery-types.ts';
-import {
-  type CellExecutor,
-  type CellOutcome,
-  type CellWork,
-  runChecks,
-} from '../../application/battery/cell-executor.ts';
-import type { ControlReader } from '../../application/control/control-ports.ts';
-import { newRunId } from '../../application/run/run-id.ts';
 import { errorMessage } from '../../domain/errors.ts';
-import type { QueueServices } from '../../infrastructure/queue/open-run-queue.ts';
-import { systemClock } from '../../infrastructure/clock.ts';
-import { packWorkspace } from '../../infrastructure/workspace/workspace-archive.ts';
-import type { Fabric } from '../../composition/fabric.ts';
+import type { ControlReader } from '../control/control-ports.ts';
+import type { Clock } from '../ports.ts';
+import type { BatteryPlan } from './battery-types.ts';
+import { type CellExecutor, type CellOutcome, type CellWork, runChecks } from './cell-executor.ts';
+import type { BatteryQueue } from './session-ports.ts';
 
 /** How often a waiting cell looks for its outcome. */
 const POLL_MS = 200;
@@ -28,43 +20,41 @@ const GRACE_MS = 10_000;
  * reuses its archive). Throws `workspace_too_large` past `worker.archive_max_mib`.
  */
 export async function archiveBatteryWorkspace(
-  fabric: Fabric,
-  services: QueueServices,
+  queue: Pick<BatteryQueue, 'archive' | 'cells'>,
   plan: BatteryPlan,
 ): Promise<string | undefined> {
   if (plan.workspace === undefined) return undefined;
-  const archive = await packWorkspace(
-    plan.workspace,
-    { maxBytes: fabric.config.worker.archive_max_mib * 1024 * 1024, key: 'worker.archive_max_mib' },
-    [fabric.config.runs_dir],
-  );
-  await services.cells.putArchive(plan.id, archive);
+  await queue.cells.putArchive(plan.id, await queue.archive(plan.workspace));
   return plan.id;
+}
+
+/** What a queued cell needs besides the queue. */
+export interface QueuedCellPorts {
+  readonly queue: Pick<BatteryQueue, 'queue' | 'workers' | 'cells'>;
+  /** The control plane's run rows: where a dead worker's run shows `interrupted`. */
+  readonly runs: Pick<ControlReader, 'getRun'>;
+  /** The cell's run id, minted before it is queued (the worker runs it under that id). */
+  readonly newRunId: () => string;
+  readonly clock: Clock;
 }
 
 /** Cells run by `fabric worker`s: each an enqueued run whose worker reports the outcome. */
 export class QueuedCellExecutor implements CellExecutor {
-  readonly #services: QueueServices;
-  readonly #store: Pick<ControlReader, 'getRun'>;
+  readonly #ports: QueuedCellPorts;
   readonly #specialist: string;
   readonly #archive: string | undefined;
 
-  constructor(
-    services: QueueServices,
-    store: Pick<ControlReader, 'getRun'>,
-    specialist: string,
-    archive: string | undefined,
-  ) {
-    this.#services = services;
-    this.#store = store;
+  constructor(ports: QueuedCellPorts, specialist: string, archive: string | undefined) {
+    this.#ports = ports;
     this.#specialist = specialist;
     this.#archive = archive;
   }
 
   async execute(work: CellWork, signal: AbortSignal): Promise<CellOutcome> {
-    const { queue, workers, cells } = this.#services;
+    const { queue, workers, cells } = this.#ports.queue;
+    const { clock } = this.#ports;
     const run = {
-      runId: newRunId(systemClock),
+      runId: this.#ports.newRunId(),
       specialist: this.#specialist,
       task: work.spec.task,
       model: work.cell.model,
@@ -87,7 +77,7 @@ export class QueuedCellExecutor implements CellExecutor {
       }
       const outcome = await cells.outcome(run.runId).catch(() => null);
       if (outcome !== null) return outcome;
-      const row = await this.#store.getRun(run.runId).catch(() => null);
+      const row = await this.#ports.runs.getRun(run.runId).catch(() => null);
       if (row?.status === 'interrupted') {
         // Its worker died: the run is interrupted, never run again; no check can run. A cell's
         // status is a run's end (SPEC §12), so the matrix shows it failed, and says why.
@@ -105,8 +95,8 @@ export class QueuedCellExecutor implements CellExecutor {
         };
       }
       if (row !== null && row.status !== 'queued' && row.status !== 'running') {
-        endedAt ??= Date.now();
-        if (Date.now() - endedAt > GRACE_MS) {
+        endedAt ??= clock.now().getTime();
+        if (clock.now().getTime() - endedAt > GRACE_MS) {
           const why = row.error?.message ?? `its run ended ${row.status}`;
           return { kind: 'not_run', error: `The worker reported no outcome for the cell: ${why}` };
         }

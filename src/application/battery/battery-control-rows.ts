@@ -3,9 +3,9 @@
  * in order (the battery's row before its cells), never awaited by a cell, and a store that
  * fails, hangs or is off never fails the battery — its state file is the record.
  */
-import { type BatteryRow, type BatterySink, isBatterySink } from '../../application/battery/battery-ports.ts';
-import type { ControlWriter } from '../../application/control/control-ports.ts';
-import type { CellResult } from '../../application/battery/battery-types.ts';
+import { type BatteryRow, type BatterySink, isBatterySink } from './battery-ports.ts';
+import type { ControlWriter } from '../control/control-ports.ts';
+import type { CellResult } from './battery-types.ts';
 
 /** How long the end of a battery waits for its last rows. */
 const SETTLE_MS = 5000;

@@ -1,0 +1,94 @@
+/**
+ * A battery's models (SPEC §12): which ones it compares (`--models`, the file's, or every
+ * tool-capable one), and whether each can run a cell now — asked of the backends' catalog, with
+ * aliases expanded by the one expansion (`expandModelAlias`).
+ */
+import type { BatteryFile } from '../../config/battery-file.ts';
+import { FabricError } from '../../domain/errors.ts';
+import type { RunResult } from '../../domain/run-result.ts';
+import { sameModel } from '../models/resolve-model.ts';
+import type { RunTask } from '../run/run-request.ts';
+import type { CellRunRequest, CellRunner } from './battery-ports.ts';
+import type { BatteryModels } from './session-ports.ts';
+
+/** The battery's models: `--models`, else the file's; `available` = every tool-capable model. */
+export async function resolveBatteryModels(
+  models: Pick<BatteryModels, 'probe'>,
+  battery: BatteryFile,
+  flag: readonly string[] | 'available' | undefined,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const wanted = flag ?? battery.models;
+  if (wanted === undefined) {
+    throw new FabricError(
+      'usage',
+      `${battery.source} names no models; add \`models: [A, B]\` (or \`models: available\`) or pass --models A,B.`,
+    );
+  }
+  if (wanted !== 'available') return [...new Set(wanted)];
+  const probes = await models.probe(signal);
+  const ids: string[] = [];
+  for (const model of probes.filter((p) => p.ok).flatMap((p) => p.models)) {
+    if (model.toolUse === true && model.type !== 'embedding' && !ids.some((id) => sameModel(id, model.id))) {
+      ids.push(model.id);
+    }
+  }
+  if (ids.length === 0) {
+    const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ` (${p.error ?? 'down'})`}`);
+    throw new FabricError(
+      // Nothing answered: start a server; something answered: load a model (issue 20).
+      probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
+      `\`models: available\` found no tool-capable model (asked: ${asked.join(', ')}). Load one in LM Studio or pull one with Ollama; \`fabric models\` shows what each backend has.`,
+    );
+  }
+  return ids;
+}
+
+/** What the cell runner needs. */
+export interface CatalogCellRunnerPorts {
+  readonly runTask: RunTask;
+  readonly expandModelAlias: (name: string) => string;
+  readonly models: BatteryModels;
+}
+
+/** Cells as ordinary runs of one specialist; a model's fitness read from the backends' catalog. */
+export class CatalogCellRunner implements CellRunner {
+  readonly #ports: CatalogCellRunnerPorts;
+  readonly #specialist: string;
+
+  constructor(ports: CatalogCellRunnerPorts, specialist: string) {
+    this.#ports = ports;
+    this.#specialist = specialist;
+  }
+
+  async unusable(model: string, signal: AbortSignal): Promise<string | null> {
+    const id = this.#ports.expandModelAlias(model);
+    // Asked again for every cell: a model loaded or unloaded since the last one counts (SPEC §12).
+    this.#ports.models.refresh();
+    const probes = await this.#ports.models.probe(signal);
+    const copies = probes.filter((p) => p.ok).flatMap((p) => p.models.filter((m) => sameModel(m.id, id)));
+    if (copies.length === 0) {
+      const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ' (down)'}`).join(', ');
+      return `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`;
+    }
+    if (copies.every((m) => m.type === 'embedding')) {
+      return `"${id}" is an embedding model; it cannot chat. Leave it out of the battery.`;
+    }
+    if (copies.every((m) => m.toolUse === false)) {
+      return `The model "${id}" cannot call tools (its backend says it was not trained for tool use), and every cell needs them. Pick a tool-capable model (\`fabric models\`).`;
+    }
+    return null;
+  }
+
+  run(request: CellRunRequest): Promise<RunResult> {
+    return this.#ports.runTask({
+      specialist: this.#specialist,
+      task: request.task,
+      workspace: request.workspace,
+      model: request.model,
+      maxSteps: request.maxSteps,
+      tags: request.tags,
+      signal: request.signal,
+    });
+  }
+}
