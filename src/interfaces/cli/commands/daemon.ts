@@ -12,7 +12,7 @@ import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
 import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
 import { specialistSandbox } from '../../../infrastructure/packs/rust/rust-sandbox.ts';
 import { systemClock } from '../../../infrastructure/clock.ts';
-import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
+import { SandboxValidator } from '../../../infrastructure/cargo-checks/sandbox-validator.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
 import { FabricTaskRunner } from '../../daemon/fabric-task-runner.ts';
