@@ -10,7 +10,8 @@ import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { LocalProcessLiveness } from '../../infrastructure/runlog/process-liveness.ts';
 import { systemClock } from '../../infrastructure/clock.ts';
 import type { Fabric } from '../../composition/fabric.ts';
-import { replayExecute, runStartOf } from '../replay-run.ts';
+import { runStartOf } from '../../application/replay/replay-run.ts';
+import { createRunReplay } from '../../composition/replay.ts';
 import { ApiError } from './api-error.ts';
 import {
   ReplayBody,
@@ -201,7 +202,7 @@ export function runRoutes({ fabric, hub, log, liveness = new LocalProcessLivenes
     requireWholeRun(run);
     if (!body.execute) return c.json({ runlog: run.location, ...buildTimeline(run) });
     const recorded = runStartOf(run).workspace;
-    const report = await replayExecute(fabric, run, {
+    const report = await createRunReplay(fabric).execute(run, {
       source: body.workspace ?? (recorded === null ? null : resolve(recorded)),
       keep: false,
       observers: [],
