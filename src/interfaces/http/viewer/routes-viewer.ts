@@ -3,11 +3,11 @@ import type { ProcessLiveness } from '../../../application/runs/process-liveness
 import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { LocalProcessLiveness } from '../../../infrastructure/runlog/process-liveness.ts';
-import { createDaemonStatusReader } from '../../../composition/daemon.ts';
 import type { Fabric } from '../../../composition/fabric.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';
+import { createDaemonStatusReader } from '../../../composition/daemon.ts';
 import type { BatteryHub } from '../battery-hub.ts';
 import { type RunHub, liveRuns } from '../run-hub.ts';
 import { sseResponse } from '../sse.ts';
