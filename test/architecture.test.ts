@@ -49,7 +49,7 @@ describe('the layers of SPEC §2', () => {
  * Files over the limit today, each with its length when the rule came in. Issue 21 splits them;
  * a file leaves this list when it does, and no file joins it.
  */
-const OVER_400_LINES = new Map([['src/application/daemon/completion-daemon.ts', 405]]);
+const OVER_400_LINES = new Map<string, number>();
 
 /** The relative modules a file imports, statically or by a literal `import()`, as paths from ROOT. */
 async function relativeImportsOf(file: string): Promise<string[]> {

@@ -83,6 +83,19 @@ export function taskView(
   };
 }
 
+/** The view of a task the daemon is working on, from its record (the daemon's events). */
+export function recordView(record: DaemonTaskRecord): DaemonTaskView {
+  return {
+    change: record.change,
+    id: record.id,
+    text: record.text,
+    status: record.status,
+    attempts: record.attempts,
+    run_ids: [...record.run_ids],
+    commit: record.commit,
+  };
+}
+
 /** Finds a task's record in the state. */
 export function findRecord(
   state: DaemonState | null,

@@ -14,7 +14,7 @@ import {
   cargoTestFailures,
   cargoTestFailuresLine,
   formatCargoTestFailures,
-} from '../validation/cargo-test-failures.ts';
+} from '../cargo-checks/cargo-test-failures.ts';
 
 /** Output of a failing command kept in the check's message. */
 const SHOWN_OUTPUT = 2000;

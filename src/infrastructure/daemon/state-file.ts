@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { DaemonStateStore } from '../../application/daemon/daemon-ports.ts';
 import type { DaemonState } from '../../application/daemon/daemon-state.ts';
@@ -53,4 +53,23 @@ export class StateFile implements DaemonStateStore {
     await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`);
     await rename(temp, this.path);
   }
+}
+
+/** The repositories a daemon has worked on, from the state files under the runs directory. */
+export async function daemonRepos(runsDir: string): Promise<string[]> {
+  const dirs = await readdir(daemonStatesDir(runsDir), { withFileTypes: true }).catch(() => []);
+  const repos: string[] = [];
+  for (const dir of dirs.filter((entry) => entry.isDirectory())) {
+    try {
+      const state = JSON.parse(
+        await readFile(join(daemonStatesDir(runsDir), dir.name, 'state.json'), 'utf8'),
+      ) as {
+        repo?: unknown;
+      };
+      if (typeof state.repo === 'string') repos.push(state.repo);
+    } catch {
+      // A state file being written, or not one: skipped.
+    }
+  }
+  return repos.sort();
 }

@@ -1,8 +1,9 @@
 import { realpath } from 'node:fs/promises';
 import { Hono } from 'hono';
 import { errorMessage } from '../../domain/errors.ts';
+import type { DaemonStatusReader } from '../../application/daemon/daemon-status-reader.ts';
+import { createDaemonStatusReader } from '../../composition/daemon.ts';
 import type { Fabric } from '../../composition/fabric.ts';
-import { daemonRepos, readDaemonStatus } from '../daemon/daemon-status-reader.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';
 
@@ -14,25 +15,23 @@ import type { AuthVariables } from './auth.ts';
 export function daemonRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
   app.get('/', async (c) => {
-    const runsDir = fabric.config.runs_dir;
+    const reader = createDaemonStatusReader(fabric.config.runs_dir);
     const asked = c.req.query('repo');
     if (asked !== undefined) {
       const repo = await realpath(asked).catch(() => {
         throw new ApiError('not_found', `No repository at ${asked}.`);
       });
-      return c.json(await statusOrError(repo, runsDir));
+      return c.json(await statusOrError(reader, repo));
     }
-    const daemons = await Promise.all(
-      (await daemonRepos(runsDir)).map((repo) => statusOrError(repo, runsDir)),
-    );
+    const daemons = await Promise.all((await reader.repos()).map((repo) => statusOrError(reader, repo)));
     return c.json({ daemons });
   });
   return app;
 }
 
-async function statusOrError(repo: string, runsDir: string) {
+async function statusOrError(reader: DaemonStatusReader, repo: string) {
   try {
-    return await readDaemonStatus(repo, runsDir);
+    return await reader.read(repo);
   } catch (error) {
     // A repository moved or its openspec/ removed: said, not a failed request for the others.
     return { repo, error: errorMessage(error) };

@@ -9,7 +9,8 @@ import { followControlEvents, queuedRunControl } from '../../application/runs/co
 import { requireWholeRun } from '../../application/runs/whole-run.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { Fabric } from '../../composition/fabric.ts';
-import { replayExecute, runStartOf } from '../replay-run.ts';
+import { runStartOf } from '../../application/replay/replay-run.ts';
+import { createRunReplay } from '../../composition/replay.ts';
 import { ApiError } from './api-error.ts';
 import {
   ReplayBody,
@@ -171,7 +172,7 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
     requireWholeRun(run);
     if (!body.execute) return c.json({ runlog: run.location, ...buildTimeline(run) });
     const recorded = runStartOf(run).workspace;
-    const report = await replayExecute(fabric, run, {
+    const report = await createRunReplay(fabric).execute(run, {
       source: body.workspace ?? (recorded === null ? null : resolve(recorded)),
       keep: false,
       observers: [],

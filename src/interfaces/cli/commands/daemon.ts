@@ -1,21 +1,9 @@
 import { realpath, stat } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import process from 'node:process';
-import { CompletionDaemon } from '../../../application/daemon/completion-daemon.ts';
-import { type DaemonTaskSink, isDaemonTaskSink } from '../../../application/daemon/daemon-ports.ts';
 import { loadConfig } from '../../../config/load.ts';
-import { errorMessage, FabricError } from '../../../domain/errors.ts';
+import { FabricError } from '../../../domain/errors.ts';
 import { didYouMean } from '../../../domain/words.ts';
-import { StateFile } from '../../../infrastructure/daemon/state-file.ts';
-import { GitRepository } from '../../../infrastructure/git/git-repository.ts';
-import { OpenSpecFiles } from '../../../infrastructure/openspec/openspec-files.ts';
-import { specialistSandbox } from '../../../infrastructure/packs/rust/rust-sandbox.ts';
-import { systemClock } from '../../../infrastructure/clock.ts';
-import { SandboxValidator } from '../../../infrastructure/validation/sandbox-validator.ts';
-import { createFabric } from '../../../composition/fabric.ts';
-import { readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
-import { FabricTaskRunner } from '../../daemon/fabric-task-runner.ts';
+import { createCompletionDaemon, createDaemonStatusReader } from '../../../composition/daemon.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -84,81 +72,28 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const repo = await repoDir(resolve(io.cwd, values.repo ?? '.'));
   if (sub === 'status') {
-    const status = await readDaemonStatus(repo, config.runs_dir);
+    const status = await createDaemonStatusReader(config.runs_dir).read(repo);
     io.stdout.write(values.json ? `${JSON.stringify(status)}\n` : formatStatus(status));
     return EXIT.ok;
   }
   const intervalS = positiveInt('--interval', values.interval) ?? config.daemon.interval_s;
   const maxAttempts = positiveInt('--max-attempts', values['max-attempts']) ?? config.daemon.max_attempts;
-  const specialist = config.daemon.specialist;
-  const specialistConfig = config.specialists[specialist];
-  if (specialistConfig === undefined) {
-    throw new FabricError(
-      'specialist_unknown',
-      `daemon.specialist is "${specialist}", which the config does not define. Add it under specialists, or change daemon.specialist.`,
-    );
-  }
-  const validator = await SandboxValidator.create({
-    repo,
-    commands: config.daemon.validate,
-    sandbox: specialistSandbox(specialistConfig),
-    options: specialistConfig.options,
-    runsDir: config.runs_dir,
-    configFile: config.source,
-  });
   const style = styleFor(io.stderr, io.env);
-  const fabric = createFabric(config, {
-    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
-  });
-  const runner = new FabricTaskRunner(fabric, {
-    specialist,
-    workspace: repo,
+  const daemon = await createCompletionDaemon(config, {
+    repo,
     model: values.model ?? config.daemon.model,
     observers: () => [new ProgressReporter(io.stderr, style)],
-  });
-  // control.daemon_tasks, when the control plane is on; the state file is the record either way.
-  // Opened at the first task record, after the repository checks: a refused start opens no database.
-  let told = false;
-  const sink: DaemonTaskSink = {
-    async recordDaemonTask(repoDir, task) {
-      const store = await fabric.controlStore().catch((error: unknown) => {
-        if (!told) {
-          told = true;
-          io.stderr.write(
-            style.yellow(
-              `control plane unavailable (db_off): ${errorMessage(error)}; the daemon keeps its state file only\n`,
-            ),
-          );
-        }
-        return null;
-      });
-      if (isDaemonTaskSink(store)) await store.recordDaemonTask(repoDir, task);
-    },
-  };
-  const daemon = new CompletionDaemon(
-    {
-      sink,
-      repo,
-      openspec: new OpenSpecFiles(repo),
-      git: new GitRepository(repo, [config.runs_dir]),
-      runner,
-      validator,
-      // Clippy's warnings before and after each task, through the same sandbox (where allowed).
-      clippy: validator,
-      state: new StateFile(config.runs_dir, repo),
-      clock: systemClock,
-      owner: { pid: process.pid, host: hostname() },
-      onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
-    },
-    {
+    onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
+    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
+    options: {
       changes: values.change ?? [],
       once: values.once === true,
       intervalMs: intervalS * 1000,
       maxAttempts,
       retryBlocked: values['retry-blocked'] === true,
     },
-  );
-  const outcome = await daemon.run(io.signal).finally(() => fabric.close());
+  });
+  const outcome = await daemon.run(io.signal);
   if (outcome.cancelled) return EXIT.cancelled;
   return outcome.blocked > 0 ? EXIT.runFailed : EXIT.ok;
 }

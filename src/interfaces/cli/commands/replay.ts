@@ -10,7 +10,8 @@ import { requireWholeRun } from '../../../application/runs/whole-run.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { Fabric } from '../../../composition/fabric.ts';
-import { type ReplaySummary, replayExecute, runStartOf } from '../../replay-run.ts';
+import { type ReplaySummary, runStartOf } from '../../../application/replay/replay-run.ts';
+import { createRunReplay } from '../../../composition/replay.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -92,7 +93,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
         '--workspace DIR with a pristine checkout of what the run started from.\n',
     );
   }
-  const report = await replayExecute(fabric, run, {
+  const report = await createRunReplay(fabric).execute(run, {
     source: source === null ? null : resolve(io.cwd, source),
     keep: Boolean(values.keep),
     observers: [new ProgressReporter(io.stderr, styleFor(io.stderr, io.env))],

@@ -7,7 +7,7 @@ import type { Fabric } from '../../../composition/fabric.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';
-import { daemonRepos, readDaemonStatus } from '../../daemon/daemon-status-reader.ts';
+import { createDaemonStatusReader } from '../../../composition/daemon.ts';
 import type { BatteryHub } from '../battery-hub.ts';
 import { type RunHub, liveRuns } from '../run-hub.ts';
 import { sseResponse } from '../sse.ts';
@@ -178,11 +178,12 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
       '/daemon',
       guarded(async (c) => {
         const runsDir = fabric.config.runs_dir;
+        const reader = createDaemonStatusReader(runsDir);
         const entries = await Promise.all(
-          (await daemonRepos(runsDir)).map(
+          (await reader.repos()).map(
             (repo): Promise<DaemonEntry> =>
               // A repository moved or its openspec/ removed: said on the page, the others still shown.
-              readDaemonStatus(repo, runsDir).catch((error: unknown) => ({
+              reader.read(repo).catch((error: unknown) => ({
                 repo,
                 error: errorMessage(error),
               })),

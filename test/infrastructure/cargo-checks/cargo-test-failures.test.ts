@@ -6,7 +6,7 @@ import {
   cargoTestFailures,
   cargoTestFailuresLine,
   formatCargoTestFailures,
-} from '../../../src/infrastructure/validation/cargo-test-failures.ts';
+} from '../../../src/infrastructure/cargo-checks/cargo-test-failures.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
 
 // Every way a test fails that a person must be able to read from the summary.

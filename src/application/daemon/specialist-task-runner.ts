@@ -1,13 +1,25 @@
-import type { TaskRunner, TaskRunResult } from '../../application/daemon/daemon-ports.ts';
-import type { RunObserver } from '../../application/ports.ts';
+/**
+ * The daemon's run port (`TaskRunner`) over the run use case: one specialist run in the
+ * repository per attempt, through the narrow `RunTask` port.
+ */
 import { FabricError } from '../../domain/errors.ts';
-import type { Fabric } from '../../composition/fabric.ts';
+import type { RunObserver } from '../ports.ts';
+import type { RunTask } from '../run/run-request.ts';
+import type { TaskRunner, TaskRunResult } from './daemon-ports.ts';
 
 /** Errors that mean no model can be reached: the daemon waits, and spends no attempt on them. */
 const BACKEND_DOWN = new Set(['backend_unavailable', 'model_not_found']);
 
+/** How the runner reaches the runs. */
+export interface SpecialistTaskRunnerPorts {
+  /** Starts a run (the run use case). */
+  readonly run: RunTask;
+  /** Forgets what the backends were last seen to have, so the next run asks them again. */
+  readonly refreshCatalog: () => void;
+}
+
 /** Which runs the daemon starts, and who watches them. */
-export interface FabricTaskRunnerOptions {
+export interface SpecialistTaskRunnerOptions {
   readonly specialist: string;
   /** The repository: the run's workspace. */
   readonly workspace: string;
@@ -17,14 +29,14 @@ export interface FabricTaskRunnerOptions {
   readonly onNotice?: (message: string) => void;
 }
 
-/** The daemon's run port over the Fabric: one specialist run in the repository per attempt. */
-export class FabricTaskRunner implements TaskRunner {
-  readonly #fabric: Fabric;
-  readonly #options: FabricTaskRunnerOptions;
+/** One specialist run in the repository per attempt; a backend that is down is said, not thrown. */
+export class SpecialistTaskRunner implements TaskRunner {
+  readonly #ports: SpecialistTaskRunnerPorts;
+  readonly #options: SpecialistTaskRunnerOptions;
   #backendWasDown = false;
 
-  constructor(fabric: Fabric, options: FabricTaskRunnerOptions) {
-    this.#fabric = fabric;
+  constructor(ports: SpecialistTaskRunnerPorts, options: SpecialistTaskRunnerOptions) {
+    this.#ports = ports;
     this.#options = options;
   }
 
@@ -32,7 +44,7 @@ export class FabricTaskRunner implements TaskRunner {
     if (this.#backendWasDown) {
       // The catalog keeps a failed probe for 30 s; the daemon's backoff (capped at --interval) must
       // ask the backends again.
-      this.#fabric.refreshCatalog();
+      this.#ports.refreshCatalog();
     }
     const outcome = await this.#run(task, signal);
     this.#backendWasDown = outcome.kind === 'backend_down';
@@ -41,7 +53,7 @@ export class FabricTaskRunner implements TaskRunner {
 
   async #run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
     try {
-      const result = await this.#fabric.run({
+      const result = await this.#ports.run({
         specialist: this.#options.specialist,
         task,
         workspace: this.#options.workspace,

@@ -3,8 +3,8 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { SandboxSchema } from '../../../src/config/schema.ts';
 import type { CommandResult } from '../../../src/infrastructure/sandbox/command-sandbox.ts';
-import { clippyCount, countClippyWarnings } from '../../../src/infrastructure/validation/clippy-count.ts';
-import { SandboxValidator } from '../../../src/infrastructure/validation/sandbox-validator.ts';
+import { clippyCount, countClippyWarnings } from '../../../src/infrastructure/cargo-checks/clippy-count.ts';
+import { SandboxValidator } from '../../../src/infrastructure/cargo-checks/sandbox-validator.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
 
 /** One `compiler-message` line of `cargo clippy --message-format=json`. */

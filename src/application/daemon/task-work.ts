@@ -1,0 +1,220 @@
+/**
+ * The daemon's work on one task (SPEC §11): attempts until one validates or `maxAttempts` are
+ * spent, each attempt's outcome handled in an exhaustive switch; then the tick and the commit, or
+ * the block (tree restored), or the cancel (tree restored, task pending).
+ */
+import { errorMessage } from '../../domain/errors.ts';
+import type { Clock } from '../ports.ts';
+import { sleep } from './abortable-sleep.ts';
+import { type AttemptOutcome, type AttemptPorts, type TaskTimes, attemptTask } from './attempt-steps.ts';
+import { type Backoff, markBackendDown, markBackendUp } from './backend-health.ts';
+import { commitMessage } from './commit-message.ts';
+import type { DaemonEvent } from './daemon-events.ts';
+import type { ClippyCounter, TaskRunner, Validator } from './daemon-ports.ts';
+import { type DaemonState, type DaemonTaskRecord, freshRecord } from './daemon-state.ts';
+import { recordView } from './daemon-status.ts';
+import type { OpenSpecChange, OpenSpecSource, OpenSpecTask } from './openspec.ts';
+import type { Repository } from './repository.ts';
+import { buildTaskText } from './task-text.ts';
+
+/** How the work on a task ended; the pass stops the task's change unless it is `done`. */
+export type TaskOutcome = 'done' | 'blocked' | 'cancelled';
+
+/** What working on a task reaches: the daemon's ports, its settings, and its state and reports. */
+export interface TaskWorkContext {
+  readonly runner: TaskRunner;
+  readonly validator: Validator;
+  readonly clippy: ClippyCounter | undefined;
+  readonly openspec: Pick<OpenSpecSource, 'tick'>;
+  readonly git: Pick<Repository, 'restore' | 'commit'>;
+  readonly clock: Clock;
+  /** The daemon's state: the task's record goes in it, and the backend's health. */
+  readonly state: DaemonState;
+  readonly maxAttempts: number;
+  readonly backoff: Backoff;
+  /** Writes the state (and the record to the control plane). */
+  save(): Promise<void>;
+  emit(event: DaemonEvent): void;
+}
+
+/** The task, its change, and the change's tasks already done (they go in the task text). */
+export interface TaskItem {
+  readonly change: OpenSpecChange;
+  readonly task: OpenSpecTask;
+  readonly done: readonly OpenSpecTask[];
+}
+
+/** Works on a task until it is done, blocked or cancelled. */
+export async function workTask(
+  ctx: TaskWorkContext,
+  item: TaskItem,
+  signal: AbortSignal,
+): Promise<TaskOutcome> {
+  const { change, task } = item;
+  const record = track(ctx.state, freshRecord(change.id, task.id, task.text));
+  const startedMs = ctx.clock.now().getTime();
+  record.status = 'running';
+  record.started_at = new Date(startedMs).toISOString();
+  const times: TaskTimes = { runMs: 0, validationMs: 0, clippyMs: 0 };
+  // The tree is at the last commit: the figure the validated attempt is compared with.
+  times.clippyMs = await countClippy(ctx, record, 'clippy_before', signal);
+  const ports: AttemptPorts = {
+    runner: ctx.runner,
+    validator: ctx.validator,
+    clock: ctx.clock,
+    emit: (event) => ctx.emit(event),
+    backendUp: () => {
+      if (markBackendUp(ctx.state.backend, ctx.clock.now())) ctx.emit({ event: 'backend_up' });
+    },
+  };
+  let feedback: string | null = null;
+  while (record.attempts < ctx.maxAttempts) {
+    if (signal.aborted) return cancel(ctx, record);
+    const attempt = record.attempts + 1;
+    await ctx.save();
+    ctx.emit({ event: 'task_start', task: recordView(record), attempt });
+    const text = buildTaskText({
+      change,
+      task,
+      done: item.done,
+      attempt,
+      maxAttempts: ctx.maxAttempts,
+      feedback,
+    });
+    const outcome: AttemptOutcome = await attemptTask(ports, { record, attempt, text, times, signal });
+    switch (outcome.kind) {
+      case 'cancelled':
+        return cancel(ctx, record);
+      case 'backend_down':
+        await waitForBackend(ctx, outcome.message, signal);
+        break;
+      case 'failed':
+        feedback = outcome.feedback;
+        retry(ctx, record, feedback);
+        break;
+      case 'validated':
+        return complete(ctx, { item, record, attempt, startedMs, times, validated: outcome }, signal);
+    }
+  }
+  return block(ctx, record, feedback ?? 'no attempt was accepted');
+}
+
+/** A validated attempt, ready to be ticked and committed. */
+interface Completion {
+  readonly item: TaskItem;
+  readonly record: DaemonTaskRecord;
+  readonly attempt: number;
+  readonly startedMs: number;
+  readonly times: TaskTimes;
+  readonly validated: Extract<AttemptOutcome, { kind: 'validated' }>;
+}
+
+/** Clippy after, then the tick and the commit together; a commit that fails blocks the task. */
+async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSignal): Promise<TaskOutcome> {
+  const { item, record, times, validated } = done;
+  times.clippyMs += await countClippy(ctx, record, 'clippy_after', signal);
+  if (signal.aborted) return cancel(ctx, record);
+  try {
+    await ctx.openspec.tick(item.change.id, item.task);
+    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, ctx.maxAttempts);
+    const { commit, size } = await ctx.git.commit(message);
+    const endMs = ctx.clock.now().getTime();
+    Object.assign(record, {
+      status: 'done',
+      commit,
+      diagnostics: null,
+      ended_at: new Date(endMs).toISOString(),
+      seconds: Math.round((endMs - done.startedMs) / 100) / 10,
+      files_changed: size.files,
+      lines_added: size.added,
+      lines_removed: size.removed,
+      tests_passed: validated.testsPassed,
+    });
+    await ctx.save();
+    ctx.emit({
+      event: 'task_done',
+      task: recordView(record),
+      seconds: record.seconds ?? 0,
+      tokens: record.tokens,
+      validation_ms: times.validationMs,
+      clippy_before: record.clippy_before,
+      clippy_after: record.clippy_after,
+      clippy_ms: times.clippyMs,
+      // What the daemon itself cost beyond the runs, validation and clippy: prompt, tick, git, state.
+      overhead_ms: endMs - done.startedMs - times.runMs - times.validationMs - times.clippyMs,
+    });
+    return 'done';
+  } catch (error) {
+    // A failed hook or a tasks.md changed under us: never half a task.
+    return block(ctx, record, `Committing the task failed: ${errorMessage(error)}`);
+  }
+}
+
+/**
+ * Records clippy's warning count in the given field, or null and why; returns the time it took.
+ * A counter that throws is a null figure too: a figure never fails a task.
+ */
+async function countClippy(
+  ctx: TaskWorkContext,
+  record: DaemonTaskRecord,
+  field: 'clippy_before' | 'clippy_after',
+  signal: AbortSignal,
+): Promise<number> {
+  const counter = ctx.clippy;
+  if (counter === undefined || signal.aborted) return 0;
+  const start = ctx.clock.now().getTime();
+  const count = await counter
+    .countClippy(signal)
+    .catch((error: unknown) => ({ warnings: null, reason: errorMessage(error) }) as const);
+  record[field] = count.warnings;
+  // One reason when both figures are missing for the same one (clippy not allowed).
+  if (count.warnings === null && count.reason !== record.clippy_note) {
+    const note = field === 'clippy_before' ? count.reason : `after the task: ${count.reason}`;
+    record.clippy_note = record.clippy_note === null ? note : `${record.clippy_note}; ${note}`;
+  }
+  return ctx.clock.now().getTime() - start;
+}
+
+/** A failed attempt: its diagnostics are kept, and said when another attempt follows. */
+function retry(ctx: TaskWorkContext, record: DaemonTaskRecord, diagnostics: string): void {
+  record.diagnostics = diagnostics;
+  if (record.attempts < ctx.maxAttempts) {
+    ctx.emit({ event: 'task_retry', task: recordView(record), diagnostics });
+  }
+}
+
+/** No model reachable: the backend is marked down and the daemon waits, its backoff doubling. */
+async function waitForBackend(ctx: TaskWorkContext, message: string, signal: AbortSignal): Promise<void> {
+  const backend = ctx.state.backend;
+  const waitMs = markBackendDown(backend, message, ctx.backoff);
+  await ctx.save();
+  ctx.emit({ event: 'backend_down', message, failures: backend.failures, backoff_s: backend.backoff_s });
+  await sleep(waitMs, signal);
+}
+
+async function block(
+  ctx: TaskWorkContext,
+  record: DaemonTaskRecord,
+  diagnostics: string,
+): Promise<TaskOutcome> {
+  await ctx.git.restore();
+  Object.assign(record, { status: 'blocked', diagnostics, ended_at: ctx.clock.now().toISOString() });
+  await ctx.save();
+  ctx.emit({ event: 'task_blocked', task: recordView(record), diagnostics });
+  return 'blocked';
+}
+
+async function cancel(ctx: TaskWorkContext, record: DaemonTaskRecord): Promise<TaskOutcome> {
+  await ctx.git.restore();
+  record.status = 'pending';
+  await ctx.save();
+  ctx.emit({ event: 'task_cancelled', task: recordView(record) });
+  return 'cancelled';
+}
+
+/** Puts the record in the state, replacing an older one of the same task. */
+function track(state: DaemonState, record: DaemonTaskRecord): DaemonTaskRecord {
+  const others = state.tasks.filter((t) => !(t.change === record.change && t.id === record.id));
+  state.tasks = [...others, record];
+  return record;
+}

@@ -1,0 +1,128 @@
+/**
+ * The daemon's composition (SPEC §11): the completion daemon and its status reader wired to the
+ * OpenSpec files, the git repository, the state file under the runs directory, the cargo checks
+ * in the rust sandbox, the clock, and a fabric's runs.
+ */
+import { hostname } from 'node:os';
+import process from 'node:process';
+import {
+  CompletionDaemon,
+  type CompletionDaemonOptions,
+  type DaemonOutcome,
+} from '../application/daemon/completion-daemon.ts';
+import type { StampedDaemonEvent } from '../application/daemon/daemon-events.ts';
+import { type DaemonTaskSink, isDaemonTaskSink } from '../application/daemon/daemon-ports.ts';
+import { DaemonStatusReader } from '../application/daemon/daemon-status-reader.ts';
+import { SpecialistTaskRunner } from '../application/daemon/specialist-task-runner.ts';
+import type { RunObserver } from '../application/ports.ts';
+import type { FabricConfig } from '../config/load.ts';
+import { errorMessage, FabricError } from '../domain/errors.ts';
+import { SandboxValidator } from '../infrastructure/cargo-checks/sandbox-validator.ts';
+import { systemClock } from '../infrastructure/clock.ts';
+import { daemonRepos, StateFile } from '../infrastructure/daemon/state-file.ts';
+import { GitRepository } from '../infrastructure/git/git-repository.ts';
+import { OpenSpecFiles } from '../infrastructure/openspec/openspec-files.ts';
+import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
+import { pidState } from '../infrastructure/process/process-liveness.ts';
+import { createFabric, type Fabric } from './fabric.ts';
+
+/** The daemon status of the repositories whose daemon state lies under this runs directory. */
+export function createDaemonStatusReader(runsDir: string): DaemonStatusReader {
+  return new DaemonStatusReader({
+    repos: () => daemonRepos(runsDir),
+    state: (repo) => new StateFile(runsDir, repo),
+    openspec: (repo) => new OpenSpecFiles(repo),
+    isRunning: (owner) => owner.host === hostname() && pidState(owner.pid) === 'alive',
+  });
+}
+
+/** What `fabric daemon` gives its daemon besides the config. */
+export interface DaemonSetup {
+  /** The repository, a real absolute path. */
+  readonly repo: string;
+  /** The model to ask for (`--model`, `daemon.model`); none: the specialist's. */
+  readonly model: string | undefined;
+  /** Observers for each new run (live progress). */
+  readonly observers: () => readonly RunObserver[];
+  readonly onEvent: (event: StampedDaemonEvent) => void;
+  /**
+   * Told about process-wide trouble: the control database went away, or could not be opened for
+   * `control.daemon_tasks` (once; the daemon keeps its state file only). Print it as it is.
+   */
+  readonly onDegraded: (message: string) => void;
+  readonly options: CompletionDaemonOptions;
+}
+
+/** A daemon wired for a repository; `run` closes what it opened when it ends. */
+export interface WiredDaemon {
+  run(signal: AbortSignal): Promise<DaemonOutcome>;
+}
+
+/**
+ * Builds the completion daemon for a config and a repository. Throws before anything is opened
+ * when the daemon's specialist is not defined or a validation command would be refused.
+ */
+export async function createCompletionDaemon(config: FabricConfig, setup: DaemonSetup): Promise<WiredDaemon> {
+  const { repo } = setup;
+  const specialist = config.daemon.specialist;
+  const specialistConfig = config.specialists[specialist];
+  if (specialistConfig === undefined) {
+    throw new FabricError(
+      'specialist_unknown',
+      `daemon.specialist is "${specialist}", which the config does not define. Add it under specialists, or change daemon.specialist.`,
+    );
+  }
+  const validator = await SandboxValidator.create({
+    repo,
+    commands: config.daemon.validate,
+    sandbox: specialistSandbox(specialistConfig),
+    options: specialistConfig.options,
+    runsDir: config.runs_dir,
+    configFile: config.source,
+  });
+  const fabric = createFabric(config, { onDegraded: setup.onDegraded });
+  const runner = new SpecialistTaskRunner(
+    { run: (request) => fabric.run(request), refreshCatalog: () => fabric.refreshCatalog() },
+    { specialist, workspace: repo, model: setup.model, observers: setup.observers },
+  );
+  const daemon = new CompletionDaemon(
+    {
+      sink: controlPlaneSink(fabric, setup.onDegraded),
+      repo,
+      openspec: new OpenSpecFiles(repo),
+      git: new GitRepository(repo, [config.runs_dir]),
+      runner,
+      validator,
+      // Clippy's warnings before and after each task, through the same sandbox (where allowed).
+      clippy: validator,
+      state: new StateFile(config.runs_dir, repo),
+      clock: systemClock,
+      owner: { pid: process.pid, host: hostname() },
+      onEvent: setup.onEvent,
+    },
+    setup.options,
+  );
+  return { run: (signal) => daemon.run(signal).finally(() => fabric.close()) };
+}
+
+/**
+ * control.daemon_tasks, when the control plane is on; the state file is the record either way.
+ * Opened at the first task record, after the repository checks: a refused start opens no database.
+ */
+function controlPlaneSink(fabric: Fabric, onDegraded: (message: string) => void): DaemonTaskSink {
+  let told = false;
+  return {
+    async recordDaemonTask(repoDir, task) {
+      const store = await fabric.controlStore().catch((error: unknown) => {
+        if (!told) {
+          told = true;
+          onDegraded(
+            `control plane unavailable (db_off): ${errorMessage(error)}; the daemon keeps its state file only`,
+          );
+        }
+        return null;
+      });
+      if (isDaemonTaskSink(store)) await store.recordDaemonTask(repoDir, task);
+    },
+  };
+}
