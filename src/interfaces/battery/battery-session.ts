@@ -26,7 +26,7 @@ import type { Fabric } from '../../composition/fabric.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
 import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
 import { specialistSandbox } from '../../infrastructure/packs/rust/rust-sandbox.ts';
-import { batteryWorkspace, checkBattery } from './check-battery.ts';
+import { batteryAgainst, batteryWorkspace, checkBattery } from './check-battery.ts';
 
 /** Cells queued at once by default with `queue: postgres` (the workers decide how many run). */
 const QUEUED_CELLS_AT_ONCE = 1000;
@@ -121,11 +121,7 @@ export class BatterySession {
     if (request.file === undefined && request.battery === undefined)
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
     const battery =
-      request.battery ??
-      (await loadBatteryFile(request.file as string, {
-        names: Object.keys(fabric.config.specialists),
-        source: fabric.config.source,
-      }));
+      request.battery ?? (await loadBatteryFile(request.file as string, batteryAgainst(fabric.config)));
     await checkBattery(battery, fabric.config);
     const models = await resolveModels(fabric, battery, request.models, request.signal);
     const now = systemClock.now();

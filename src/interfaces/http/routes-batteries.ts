@@ -3,6 +3,7 @@ import { summarizeBattery } from '../../application/battery/battery-summary.ts';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
 import { BatterySession } from '../battery/battery-session.ts';
+import { batteryAgainst } from '../battery/check-battery.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { StartBatteryBody, batteryIssues, batteryOfBody } from './battery-body.ts';
@@ -47,10 +48,7 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
 
   app.post('/', async (c) => {
     const body = validateBody(StartBatteryBody, await readJson(c.req.raw));
-    const battery = batteryOfBody(body, {
-      names: Object.keys(fabric.config.specialists),
-      source: fabric.config.source,
-    });
+    const battery = batteryOfBody(body, batteryAgainst(fabric.config));
     const session = await BatterySession.open(fabric, {
       battery,
       models: body.models,
