@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { summarizeBattery } from '../../application/battery/battery-summary.ts';
 import type { BatteryState } from '../../application/battery/battery-types.ts';
+import { plural } from '../../domain/words.ts';
 import { BatteryStateFiles } from '../../infrastructure/battery/battery-state-file.ts';
 import { BatterySession } from '../battery/battery-session.ts';
 import { batteryAgainst } from '../battery/check-battery.ts';
@@ -59,7 +60,7 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
     });
     const live = batteries.start(session);
     const { plan } = session;
-    log(`battery ${plan.id} started (${plan.name}: ${session.pending().length} cells)`);
+    log(`battery ${plan.id} started (${plan.name}: ${plural(session.pending().length, 'cell')})`);
     void live.settled.then(() => log(`battery ${plan.id} ${session.status}`));
     c.header('Location', links(plan.id).self);
     return c.json(
