@@ -83,6 +83,16 @@ export function batteryProblems(
 export interface KnownSpecialists {
   readonly names: readonly string[];
   readonly source: string;
+  /**
+   * The file's checks against the config (its workspace, its commands), on the file's content as
+   * it is, so their problems come with the schema's in one error; `add` takes a field's path and
+   * what is wrong with it.
+   */
+  readonly check?: (
+    raw: Readonly<Record<string, unknown>>,
+    source: string,
+    add: (path: readonly (string | number)[], message: string) => void,
+  ) => void;
 }
 
 /**
@@ -167,6 +177,9 @@ export function parseBatteryFile(text: string, source: string, specialists?: Kno
       `specialist: no specialist "${specialist}" in ${specialists.source} (configured: ${known}).${didYouMean(specialist, specialists.names)}`,
     );
   }
+  specialists?.check?.(raw as Record<string, unknown>, source, (path, message) =>
+    add(path, `${fieldPath(path)}: ${message}`),
+  );
   if (!result.success || problems.length > 0) {
     const ordered = problems
       .map((problem, order) => ({ ...problem, order }))

@@ -178,7 +178,8 @@ export function memoryBattery(options: MemoryBatteryOptions = {}): MemoryBattery
     states,
     loadFile: () => Promise.reject(new Error('no battery files in memory')),
     paths: {
-      kind: async (path) => (path === WORKSPACE ? 'directory' : 'missing'),
+      kind: (path) => (path === WORKSPACE ? 'directory' : 'missing'),
+      besideFile: (_file, path) => path,
       canonical: async (path) => `${path}.real`,
     },
     commands: listPolicy(options.allowed ?? ['cargo test']),

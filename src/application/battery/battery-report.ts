@@ -87,10 +87,14 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
     ),
   ]);
   const failures = cells.filter((cell) => !cell.passed);
-  const failureLines = failures.map(
-    (cell) =>
-      `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${cell.failed_check ?? 'failed'} — ${oneLine(cell.error ?? '')}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}`,
-  );
+  // The message's first line is its summary (as the terminal shows it); the lines after it, the
+  // detail (a cargo test failure's assertion and output), go below it as they are, not folded
+  // into the summary, where they repeated it (issue 20).
+  const failureLines = failures.map((cell) => {
+    const [first = '', ...rest] = (cell.error ?? '').split('\n');
+    const detail = detailBlock(rest);
+    return `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${cell.failed_check ?? 'failed'} — ${oneLine(first)}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}${detail}`;
+  });
   return `# Battery ${summary.name}
 
 Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(plan.tasks.length, 'task')} × ${plural(plan.models.length, 'model')} × ${plural(plan.repeat, 'repeat')}
@@ -114,6 +118,18 @@ ${failureLines.length === 0 ? 'None.' : failureLines.join('\n')}
 function escapeCell(text: string): string {
   return text.replace(/\|/g, '\\|');
 }
+
+/** Lines under a failure, as an indented code block of at most DETAIL_LINES lines; none when empty. */
+function detailBlock(lines: readonly string[]): string {
+  const kept = lines.map((line) => line.trimEnd());
+  while (kept.length > 0 && kept.at(-1) === '') kept.pop();
+  while (kept.length > 0 && kept[0] === '') kept.shift();
+  if (kept.length === 0) return '';
+  const shown = kept.length > DETAIL_LINES ? [...kept.slice(0, DETAIL_LINES), '…'] : kept;
+  return `\n\n  \`\`\`\n${shown.map((line) => `  ${line.replaceAll('```', "'''")}`).join('\n')}\n  \`\`\`\n`;
+}
+
+const DETAIL_LINES = 40;
 
 function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();

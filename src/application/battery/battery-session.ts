@@ -19,7 +19,7 @@ import {
   cellId,
   newBatteryId,
 } from './battery-types.ts';
-import { batteryWorkspace, checkBattery } from './check-battery.ts';
+import { batteryAgainst, batteryWorkspace, checkBattery } from './check-battery.ts';
 import { QueuedCellExecutor, archiveBatteryWorkspace } from './queued-cells.ts';
 import { type BatteryOutcome, pendingCells, runBattery } from './run-battery.ts';
 import type { BatterySessionPorts } from './session-ports.ts';
@@ -114,12 +114,7 @@ export class BatterySession {
     }
     if (request.file === undefined && request.battery === undefined)
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
-    const battery =
-      request.battery ??
-      (await ports.loadFile(request.file as string, {
-        names: Object.keys(settings.specialists),
-        source: settings.source,
-      }));
+    const battery = request.battery ?? (await ports.loadFile(request.file as string, batteryAgainst(ports)));
     await checkBattery(battery, ports);
     const models = await resolveBatteryModels(ports.models, battery, request.models, request.signal);
     const now = ports.clock.now();

@@ -35,8 +35,10 @@ export interface BatteryWorkspaces extends CellWorkspaces {
 
 /** What a battery's paths are on this machine. */
 export interface BatteryPaths {
-  /** `directory`, `other` (a file, …) or `missing`. */
-  kind(path: string): Promise<'directory' | 'other' | 'missing'>;
+  /** `directory`, `other` (a file, …) or `missing`. Synchronous: a battery file's checks run while it is parsed. */
+  kind(path: string): 'directory' | 'other' | 'missing';
+  /** `path` (relative to the battery file `file`, or absolute) as an absolute path. */
+  besideFile(file: string, path: string): string;
   /** The path with its links resolved (the plan keeps it: cells copy that directory). */
   canonical(path: string): Promise<string>;
 }

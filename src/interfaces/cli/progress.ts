@@ -19,7 +19,7 @@ export class ProgressReporter implements RunObserver {
   /** Whether the final, finish-only turn has been asked for (SPEC §3). */
   #finalTurn = false;
   /** How the model answered the final turn: an accepted finish_task, plain text, or not at all. */
-  #finalReport: 'finish_task' | 'text' | undefined;
+  #finalReport: 'finish_task' | 'rejected' | 'text' | undefined;
 
   constructor(out: OutputStream, style: Style) {
     this.#out = out;
@@ -77,7 +77,7 @@ export class ProgressReporter implements RunObserver {
         this.#line(`  ${s.red('⛔')} ${event.event_type} (${event.rule})`);
         break;
       case 'finish_rejected':
-        if (this.#finalTurn) this.#finalReport = undefined;
+        if (this.#finalTurn) this.#finalReport = 'rejected';
         this.#line(`  ${s.yellow('✗ finish_task rejected')}: ${preview(event.message, RESULT_PREVIEW)}`);
         break;
       case 'text_fallback':
@@ -121,6 +121,8 @@ export class ProgressReporter implements RunObserver {
         return `${stopped}; the model reported what is left`;
       case 'text':
         return `${stopped}; the model answered in plain text, which is the summary`;
+      case 'rejected':
+        return `${stopped}; the model's report (finish_task) was rejected, so the result only says the run stopped`;
       case undefined:
         return `${stopped}; the model did not report (no finish_task), so the result only says the run stopped`;
     }

@@ -1,7 +1,9 @@
 import { Hono } from 'hono';
 import { batteryView } from '../../application/battery/battery-read-model.ts';
 import { summarizeBattery } from '../../application/battery/battery-summary.ts';
-import { batteryReadModel, openBattery } from '../../composition/battery.ts';
+import { batteryAgainst } from '../../application/battery/check-battery.ts';
+import { batteryPorts, batteryReadModel, openBattery } from '../../composition/battery.ts';
+import { plural } from '../../domain/words.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { StartBatteryBody, batteryIssues, batteryOfBody } from './battery-body.ts';
@@ -42,10 +44,7 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
 
   app.post('/', async (c) => {
     const body = validateBody(StartBatteryBody, await readJson(c.req.raw));
-    const battery = batteryOfBody(body, {
-      names: Object.keys(fabric.config.specialists),
-      source: fabric.config.source,
-    });
+    const battery = batteryOfBody(body, batteryAgainst(batteryPorts(fabric)));
     const session = await openBattery(fabric, {
       battery,
       models: body.models,
@@ -56,7 +55,7 @@ export function batteryRoutes({ fabric, batteries, log }: BatteryRoutesDeps): Ho
     });
     const live = batteries.start(session);
     const { plan } = session;
-    log(`battery ${plan.id} started (${plan.name}: ${session.pending().length} cells)`);
+    log(`battery ${plan.id} started (${plan.name}: ${plural(session.pending().length, 'cell')})`);
     void live.settled.then(() => log(`battery ${plan.id} ${session.status}`));
     c.header('Location', links(plan.id).self);
     return c.json(

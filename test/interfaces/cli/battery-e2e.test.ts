@@ -350,6 +350,31 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(await runIds()).toEqual([]);
   });
 
+  it('reports the checks against the config (workspace, allowed commands) with the file’s own problems', async () => {
+    // Issue 20: a missing workspace and a command outside the sandbox came only after the
+    // duplicate id and the unknown key were fixed, in a second round.
+    const file = await writeBattery({
+      workspace: './missing',
+      repet: 2,
+      tasks: [
+        { id: 'a', task: 'x', expect: { commands: ['rm -rf notes.txt'] } },
+        { id: 'a', task: 'y' },
+      ],
+    });
+    const result = await battery([file]);
+    expect(result.exitCode).toBe(2);
+    const problems = result.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    expect(problems).toEqual([
+      expect.stringMatching(/^ {2}- line 3: workspace: \S+missing does not exist \(paths are relative/),
+      expect.stringMatching(
+        /^ {2}- line \d+: tasks\[0\]\.expect\.commands\[0\]: .*specialist "units" allows: grep/,
+      ),
+      expect.stringMatching(/^ {2}- line \d+: tasks\[1\]\.id: "a" is already the id of tasks\[0\]/),
+      expect.stringMatching(/^ {2}- line \d+: repet: unknown key\. Did you mean "repeat"\?$/),
+    ]);
+    expect(await runIds()).toEqual([]);
+  });
+
   it('takes `--models available`: every tool-capable model the servers have', async () => {
     const file = await writeBattery({ tasks: [{ id: 'km', task: 'Convert 3 km to miles' }] });
     const result = await battery([file, '--models', 'available', '--json']);

@@ -72,6 +72,10 @@ describe('the example battery over examples/compositor (README)', () => {
     const report = await readFile(join(sandbox.dir, 'battery.md'), 'utf8');
     expect(report).toContain('| region-contains |');
     expect(report).toContain('command: cargo test');
+    // Each failure's summary once, its detail below it as a block, not folded into it again.
+    const bullet = report.split('\n').find((line) => line.startsWith('- **region-contains** × `mistralai'));
+    expect(bullet).toMatch(/: command: cargo test — exit 101: .* 1 failed \(run `[\w-]+`\)$/);
+    expect(report).toContain('  ```\n  region::tests::');
     // Every cell worked in its own copy: the example crate is as it was.
     expect(await crateDigest()).toBe(before);
   });

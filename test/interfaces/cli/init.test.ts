@@ -36,14 +36,17 @@ describe('fabric init', () => {
   it('adds a second pack to an existing fabric.yaml, keeping its keys and comments', async () => {
     expect((await init([])).exitCode).toBe(0);
     const config = join(dir, 'fabric.yaml');
-    await writeFile(
-      config,
-      `# my own comment\n${await readFile(config, 'utf8')}loop:\n  max_steps: 12 # mine too\n`,
-    );
+    const before = `# my own comment\n${await readFile(config, 'utf8')}loop:\n  max_steps: 12 # mine too\n`;
+    await writeFile(config, before);
     const result = await init(['--pack', 'notes']);
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stdout).toContain('Wrote notes.pack.ts and added the specialist notes to fabric.yaml.');
     const text = await readFile(config, 'utf8');
+    // The entry is the only change: the file's layout (aligned comments, long lines, flow lists)
+    // stays as the user wrote it (issue 20).
+    const entry = /^ {2}notes:\n {4}description: .*\n {4}builder: \.\/notes\.pack\.ts#buildPack\n/m;
+    expect(text).toMatch(entry);
+    expect(text.replace(entry, '')).toBe(before);
     expect(text).toMatch(/^# my own comment\n/);
     expect(text).toContain('max_steps: 12 # mine too');
     const loaded = await loadConfig({ cwd: dir, env: {} });

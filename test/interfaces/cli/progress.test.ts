@@ -83,7 +83,10 @@ describe('fabric run as a person reads it', () => {
     );
     expect(result.exitCode).toBe(3);
     expect(result.stderr).toContain('finish_task rejected');
-    expect(result.stderr).toContain('the model did not report (no finish_task)');
+    // It did call finish_task: "no finish_task" would not be true (issue 20).
+    expect(result.stderr).toMatch(
+      /■ max_steps: stopped at the limit of 1 step; the model's report \(finish_task\) was rejected, so the result only says the run stopped · /,
+    );
   });
 
   it('prints the list fields of the payload as lists, not raw JSON', async () => {

@@ -256,6 +256,7 @@ describe('POST /v1/batteries', () => {
       battery: {
         name: 'x',
         specialist: 'nobody',
+        workspace: './missing',
         tasks: [
           { id: 'a', task: 'x' },
           { id: 'a', task: 'y' },
@@ -267,6 +268,7 @@ describe('POST /v1/batteries', () => {
     expect(both.body.error.issues?.map((issue) => issue.path).sort()).toEqual([
       'battery.specialist',
       'battery.tasks[1].id',
+      'battery.workspace',
     ]);
     const nowhere = await post({ battery: batteryYaml({ workspace: './missing' }), base_dir: s.sandbox.dir });
     expect(nowhere.status).toBe(400);

@@ -106,7 +106,8 @@ async function addPack(
   configPath: string,
 ): Promise<number> {
   const packPath = join(io.cwd, packFile);
-  const document = parseDocument(await readFile(configPath, 'utf8'));
+  const source = await readFile(configPath, 'utf8');
+  const document = parseDocument(source);
   if (document.errors.length > 0) {
     throw new FabricError(
       'config_invalid',
@@ -134,17 +135,19 @@ async function addPack(
       `${configPath}: "specialists" is not a mapping, so the ${name} pack was not added. Fix the file first.`,
     );
   }
-  // `specialists: {}` would otherwise take the new entry on one line.
-  if (isMap(specialists)) specialists.flow = false;
-  document.setIn(
-    ['specialists', name],
-    document.createNode({
-      description: `A custom pack (${packFile}); edit it to make it yours`,
-      builder: `./${packFile}#buildPack`,
-    }),
-  );
+  const entry = {
+    description: `A custom pack (${packFile}); edit it to make it yours`,
+    builder: `./${packFile}#buildPack`,
+  };
+  let text = insertEntry(source, specialists, name, entry);
+  if (text === undefined) {
+    // `specialists: {}` would otherwise take the new entry on one line.
+    if (isMap(specialists)) specialists.flow = false;
+    document.setIn(['specialists', name], document.createNode(entry));
+    text = document.toString({ flowCollectionPadding: false, lineWidth: 0 });
+  }
   await writeFile(packPath, starterPack(await readFile(EXAMPLE_PACK, 'utf8'), name, packFile));
-  await writeFile(configPath, document.toString());
+  await writeFile(configPath, text);
   if (json) {
     io.stdout.write(`${JSON.stringify({ config: configPath, pack: packPath, specialist: name })}\n`);
     return EXIT.ok;
@@ -155,6 +158,45 @@ async function addPack(
       `Edit ${packFile} to make the pack your own (docs/packs.md).\n`,
   );
   return EXIT.ok;
+}
+
+/**
+ * The file with the entry written after the last one of a block `specialists:` mapping, every
+ * other byte as it was (the user's layout and comments); undefined when the mapping is not such a
+ * block, or the result would not read back as the entry (then the document is re-written).
+ */
+function insertEntry(
+  source: string,
+  specialists: unknown,
+  name: string,
+  entry: { description: string; builder: string },
+): string | undefined {
+  if (!isMap(specialists) || specialists.flow || specialists.range == null) return undefined;
+  const first = specialists.items[0]?.key as { range?: [number, number, number] } | undefined;
+  if (first?.range == null) return undefined;
+  const indent = first.range[0] - (source.lastIndexOf('\n', first.range[0] - 1) + 1);
+  const inner = ' '.repeat(indent + (indent || 2));
+  const newline = source.indexOf('\n', specialists.range[1] - 1);
+  const at = newline === -1 ? source.length : newline + 1;
+  const before = newline === -1 ? `${source}\n` : source.slice(0, at);
+  const lines = [
+    `${' '.repeat(indent)}${name}:`,
+    `${inner}description: ${entry.description}`,
+    `${inner}builder: ${entry.builder}`,
+  ];
+  const text = `${before}${lines.join('\n')}\n${source.slice(at)}`;
+  const check = parseDocument(text);
+  const added = check.errors.length === 0 ? check.getIn(['specialists', name]) : undefined;
+  if (
+    !isMap(added) ||
+    added.get('description') !== entry.description ||
+    added.get('builder') !== entry.builder
+  )
+    return undefined;
+  // Nothing else may read differently: the entry before it, say, must still end where it did.
+  const after = check.toJS() as { specialists: Record<string, unknown> };
+  delete after.specialists[name];
+  return JSON.stringify(after) === JSON.stringify(parseDocument(source).toJS()) ? text : undefined;
 }
 
 function starterConfig(name: string, packFile: string): string {

@@ -28,7 +28,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         '',
-        html`<span class="kind">Started</span> <span class="meta">${event.specialist} · ${event.model} (${event.backend}) · at most ${event.max_steps} steps</span><pre>${clip(event.task, SHOWN_CHARS)}</pre>`,
+        html`<span class="kind">Started</span> <span class="meta">${event.specialist} · ${event.model} (${event.backend}) · at most ${plural(event.max_steps, 'step')}</span><pre>${clip(event.task, SHOWN_CHARS)}</pre>`,
       );
     case 'llm_request':
       return li(
@@ -39,7 +39,7 @@ function item(event: RunEvent): SafeHtml {
           : html`Step ${event.step} <span class="meta">· ${event.messages} messages</span>`,
       );
     case 'llm_response': {
-      const usage = html`<span class="meta">${event.usage.total_tokens} tokens · ${duration(event.latency_ms)}${
+      const usage = html`<span class="meta">${plural(event.usage.total_tokens, 'token')} · ${duration(event.latency_ms)}${
         event.attempts > 1 ? ` · ${event.attempts} attempts` : ''
       }</span>`;
       return li(
