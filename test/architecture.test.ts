@@ -46,8 +46,8 @@ describe('the layers of SPEC §2', () => {
 });
 
 /**
- * Files over the limit today, each with its length when the rule came in. Issue 21 splits them;
- * a file leaves this list when it does, and no file joins it.
+ * Files allowed over the limit, each with its length when the rule came in: none since the use
+ * cases moved into application/ (issue 21). No file joins it.
  */
 const OVER_400_LINES = new Map<string, number>();
 
@@ -86,7 +86,7 @@ function circles(graph: ReadonlyMap<string, readonly string[]>): string[] {
 }
 
 describe('the size and shape of src/ (SPEC §2)', () => {
-  it('has no file over 400 lines, but for the named ones issue 21 splits', async () => {
+  it('has no file over 400 lines', async () => {
     const over: string[] = [];
     for (const file of await sources('src')) {
       const text = await readFile(join(ROOT, file), 'utf8');
@@ -101,5 +101,56 @@ describe('the size and shape of src/ (SPEC §2)', () => {
     const graph = new Map<string, string[]>();
     for (const file of await sources('src')) graph.set(file, await relativeImportsOf(file));
     expect(circles(graph)).toEqual([]);
+  });
+});
+
+describe('where the use cases live (SPEC §2)', () => {
+  it('keeps interfaces/ to cli/, http/ and mcp/', async () => {
+    const entries = await readdir(join(ROOT, 'src/interfaces'), { withFileTypes: true });
+    expect(entries.map((entry) => `${entry.name}${entry.isDirectory() ? '/' : ''}`).sort()).toEqual([
+      'cli/',
+      'http/',
+      'mcp/',
+    ]);
+  });
+
+  it('lets interfaces/ reach the adapters only through the composition root', async () => {
+    const found: string[] = [];
+    for (const file of await sources('src/interfaces')) {
+      for (const target of await relativeImportsOf(file)) {
+        if (target.startsWith('src/infrastructure/')) found.push(`${file} -> ${target}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('keeps application/ from the composition root, as from every adapter', async () => {
+    const found: string[] = [];
+    for (const file of await sources('src/application')) {
+      for (const target of await relativeImportsOf(file)) {
+        if (/^src\/(infrastructure|interfaces|composition)\//.test(target))
+          found.push(`${file} -> ${target}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('calls the loop (executeTask) only from application/', async () => {
+    const callers: string[] = [];
+    for (const file of await sources('src')) {
+      if (file.startsWith('src/application/')) continue;
+      const text = await readFile(join(ROOT, file), 'utf8');
+      if (/\bexecuteTask\s*\(/.test(text)) callers.push(file);
+    }
+    expect(callers).toEqual([]);
+  });
+
+  it('asks whether a process lives (signal 0) in one place', async () => {
+    const places: string[] = [];
+    for (const file of await sources('src')) {
+      const text = await readFile(join(ROOT, file), 'utf8');
+      for (const _ of text.matchAll(/\bkill\(\s*[^,()]+,\s*0\s*\)/g)) places.push(file);
+    }
+    expect(places).toEqual(['src/infrastructure/process/process-liveness.ts']);
   });
 });
