@@ -66,12 +66,12 @@ export interface RunReadModelOptions {
   readonly live?: LiveRuns | undefined;
   /**
    * When a run with no runlog here is looked for in the control plane: `always` (MCP), or only
-   * while runs are queued for workers (`queue`, the HTTP API: issue 17). Default `always`.
+   * while runs are queued for workers (`queue`, the HTTP API). Default `always`.
    */
   readonly control?: 'always' | 'queue' | 'never';
   /** `list` merges the control plane's newest runs with the runlogs (as `fabric runs` does). */
   readonly listControlRuns?: boolean;
-  /** A control row still `running` stands until its run_end or the reaper (the HTTP API, issue 17). */
+  /** A control row still `running` stands until its run_end or the reaper (the HTTP API). */
   readonly controlRowDecides?: boolean;
   /** Tells whether a run's process still exists; default: this machine's. */
   readonly liveness?: ProcessLiveness | undefined;
@@ -210,7 +210,7 @@ export class Fabric {
   }
 
   /**
-   * The read model of runs (issue 21) over this fabric's runlogs and its control plane (the
+   * The read model of runs over this fabric's runlogs and its control plane (the
    * process's one store, where a worker's runs and the queued ones are).
    */
   runReadModel(options: RunReadModelOptions = {}): RunReadModel {
@@ -233,7 +233,7 @@ export class Fabric {
 
   /**
    * The run queue and the worker registry, in the control plane's Postgres, when the config
-   * says `queue: postgres` (issue 17: `POST /v1/runs` enqueues, `fabric worker`s run); null when
+   * says `queue: postgres` (`POST /v1/runs` enqueues, `fabric worker`s run); null when
    * runs execute in-process. Opened once, on first use; an open that failed is tried again.
    */
   runQueue(): Promise<QueueServices | null> {

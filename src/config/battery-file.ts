@@ -116,7 +116,7 @@ export async function loadBatteryFile(path: string, specialists?: KnownSpecialis
 
 /**
  * Validates a battery file's text; `source` is its absolute path. Every problem the file has is
- * reported at once, in the order of its lines (issue 20: a duplicate id used to hide the rest).
+ * reported at once, in the order of its lines (a duplicate id used to hide the rest).
  */
 export function parseBatteryFile(text: string, source: string, specialists?: KnownSpecialists): BatteryFile {
   const lineCounter = new LineCounter();

@@ -11,7 +11,7 @@ type AnySchema = v.GenericSchema & {
 /**
  * The keys the mapping at `path` may hold under `schema`, following objects, records, arrays,
  * optionals and unions; empty when the path leads nowhere known. Lets a config error suggest the key that
- * was meant (`specialists.rust.max_step` → "max_steps", issue 20) without a second list of names.
+ * was meant (`specialists.rust.max_step` → "max_steps") without a second list of names.
  */
 export function knownKeysAt(schema: v.GenericSchema, path: readonly PropertyKey[]): string[] {
   return [...new Set(mappingsAt(schema as AnySchema, path).flatMap((s) => Object.keys(s.entries ?? {})))];

@@ -191,7 +191,7 @@ function parseQueue(value: string): ParsedConfig['queue'] {
   throw new FabricError('config_invalid', `FABRIC_QUEUE: expected in_process or postgres, found "${value}".`);
 }
 
-/** The queue lives in the control plane's Postgres (issue 17): it needs a DSN and the plane on. */
+/** The queue lives in the control plane's Postgres: it needs a DSN and the plane on. */
 function checkQueue(config: ParsedConfig, source: string): void {
   if (config.queue !== 'postgres') return;
   if (config.control.dsn === undefined || config.control.dsn.trim() === '')

@@ -90,7 +90,7 @@ export const DaemonSchema = v.strictObject({
 });
 
 /**
- * `fabric worker` (issue 17): how often it writes its heartbeat and looks for cancelled runs,
+ * `fabric worker`: how often it writes its heartbeat and looks for cancelled runs,
  * and how long a silent worker is taken to be alive before its runs are marked interrupted.
  */
 export const WorkerSchema = v.strictObject({

@@ -2,7 +2,7 @@
  * Modules the fabric loads on first use and then holds. A dynamic `import()` made again costs a
  * resolution each time, and once a custom pack has registered module hooks on Node 20 every
  * resolution is a round trip to the hooks' thread: so what a run needs is imported once per
- * process, not once per run or per command (issue 20).
+ * process, not once per run or per command.
  */
 
 /** `load` called on first use; its promise kept (a failure is forgotten, so a later call tries again). */

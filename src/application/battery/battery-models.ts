@@ -36,7 +36,7 @@ export async function resolveBatteryModels(
   if (ids.length === 0) {
     const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ` (${p.error ?? 'down'})`}`);
     throw new FabricError(
-      // Nothing answered: start a server; something answered: load a model (issue 20).
+      // Nothing answered: start a server; something answered: load a model.
       probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
       `\`models: available\` found no tool-capable model (asked: ${asked.join(', ')}). Load one in LM Studio or pull one with Ollama; \`fabric models\` shows what each backend has.`,
     );

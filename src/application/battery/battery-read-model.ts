@@ -1,5 +1,5 @@
 /**
- * The read model of batteries (SPEC §12, issue 21), the one way the HTTP API, the viewer and the
+ * The read model of batteries (SPEC §12), the one way the HTTP API, the viewer and the
  * CLI list and show them: a battery this process runs as its session has it (its cells the moment
  * they end), every other one from its kept state, so batteries run by `fabric battery` elsewhere
  * show too, and update as their states are rewritten.

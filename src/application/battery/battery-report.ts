@@ -89,7 +89,7 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
   const failures = cells.filter((cell) => !cell.passed);
   // The message's first line is its summary (as the terminal shows it); the lines after it, the
   // detail (a cargo test failure's assertion and output), go below it as they are, not folded
-  // into the summary, where they repeated it (issue 20).
+  // into the summary, where they repeated it.
   const failureLines = failures.map((cell) => {
     const [first = '', ...rest] = (cell.error ?? '').split('\n');
     const detail = detailBlock(rest);

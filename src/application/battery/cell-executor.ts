@@ -1,5 +1,5 @@
 /**
- * Where a battery cell's run and its `expect` checks happen (SPEC §12, issue 17): in this process
+ * Where a battery cell's run and its `expect` checks happen (SPEC §12): in this process
  * (`LocalCellExecutor`, a copy of the workspace per cell), or on a `fabric worker` through the
  * queue (`QueuedCellExecutor`, queued-cells.ts). Either way the runner gets the same outcome.
  */

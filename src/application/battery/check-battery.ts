@@ -23,7 +23,7 @@ export interface CheckBatteryPorts {
 
 /**
  * The config's side of a battery file, for loading or parsing it: the specialists it may name and
- * its checks against them, so every problem comes in one error (issue 20).
+ * its checks against them, so every problem comes in one error.
  */
 export function batteryAgainst(ports: CheckBatteryPorts): KnownSpecialists {
   return {

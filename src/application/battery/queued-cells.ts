@@ -1,5 +1,5 @@
 /**
- * A battery's cells through the Postgres queue (issue 17): the server archives the workspace
+ * A battery's cells through the Postgres queue: the server archives the workspace
  * once, enqueues each cell as a job carrying its task and checks, and waits for the outcome the
  * worker reports (its run and checks). A cell whose worker died is its run, `interrupted`.
  */

@@ -25,7 +25,7 @@ export interface BatteryDeps {
   readonly clock: Clock;
   /**
    * Where cells' runs and checks happen; default: in this process, through `runner`,
-   * `workspaces` and `checks`. With the Postgres queue, on the workers (issue 17).
+   * `workspaces` and `checks`. With the Postgres queue, on the workers.
    */
   readonly executor?: CellExecutor;
 }

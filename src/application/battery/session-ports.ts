@@ -58,7 +58,7 @@ export interface BatteryModels {
   refresh(): void;
 }
 
-/** The queue's part a battery uses to have its cells run by `fabric worker`s (issue 17). */
+/** The queue's part a battery uses to have its cells run by `fabric worker`s. */
 export interface BatteryQueue {
   readonly queue: Pick<RunQueue, 'enqueue'>;
   readonly workers: Pick<WorkerRegistry, 'recordQueued' | 'requestCancel'>;

@@ -1,5 +1,5 @@
 /**
- * A battery cell on a `fabric worker` (issue 17): the battery's archive unpacked into a fresh
+ * A battery cell on a `fabric worker`: the battery's archive unpacked into a fresh
  * directory, the run, then its `expect` checks there (the worker has the toolchain), and the
  * outcome reported to the queue's database for the battery's runner to collect.
  */

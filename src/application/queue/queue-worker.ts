@@ -1,5 +1,5 @@
 /**
- * `fabric worker`'s loop (issue 17): takes queued runs while it has room, runs each through
+ * `fabric worker`'s loop: takes queued runs while it has room, runs each through
  * the injected `execute` (the worker's own Fabric), heartbeats, hears cancel requests, and marks
  * the runs of workers whose heartbeat stopped as interrupted. Reaches the world only through ports.
  */

@@ -1,5 +1,5 @@
 /**
- * The run queue's ports (issue 17): runs requested over HTTP wait in a queue until a
+ * The run queue's ports: runs requested over HTTP wait in a queue until a
  * `fabric worker` on some host takes one, runs it through its own Fabric and reports back
  * through the control plane. Adapters live in `src/infrastructure/queue/`. Nothing here does I/O.
  */
@@ -21,7 +21,7 @@ export interface QueuedRun {
   readonly cell?: QueuedCell | undefined;
 }
 
-/** A battery cell's part of a queued run (issue 17). */
+/** A battery cell's part of a queued run. */
 export interface QueuedCell {
   /** The battery's workspace archive (`CellReports.putArchive`); none: the battery has no workspace. */
   readonly archive?: string | undefined;

@@ -1,5 +1,5 @@
 /**
- * What a `fabric worker` does with a job it took (issue 17, SPEC §2: the worker's job handling is
+ * What a `fabric worker` does with a job it took (SPEC §2: the worker's job handling is
  * a use case): a queued run goes through the run use case with the id the server answered; a
  * battery cell goes to the cell-job port, which runs it and its checks and reports the outcome.
  * Reaches the world only through ports. Nothing here does I/O.

@@ -1,5 +1,5 @@
 /**
- * Cancelling a run (SPEC §8, issue 17): a run in progress in this process is aborted; a run
+ * Cancelling a run (SPEC §8): a run in progress in this process is aborted; a run
  * queued for a worker, or running on one, gets a cancel request, which the worker hears with its
  * heartbeat. Either way the caller waits a bounded time for the run to record its end, then
  * answers with the run as it ended, or that it is still cancelling. Nothing here does I/O.

@@ -10,7 +10,7 @@ interface Waiter {
 
 /**
  * A counting semaphore for model requests. Orchestration only caps how many requests are in
- * flight at once across all runs of a process (SPEC §2, issue 4); which server answers stays the
+ * flight at once across all runs of a process (SPEC §2); which server answers stays the
  * adapters' business. Waiters are served in the order their runs started (lower `priority`
  * first; equal priorities first come, first served), so under load the earlier runs finish first
  * instead of every run finishing at the end (SPEC §10). A waiter leaves the queue when its run is

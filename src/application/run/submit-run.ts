@@ -1,5 +1,5 @@
 /**
- * Submitting a run (SPEC §8, issue 17): what `POST /v1/runs` does once the body is parsed. With
+ * Submitting a run (SPEC §8): what `POST /v1/runs` does once the body is parsed. With
  * the run queue on, the specialist and the workspace are checked here and the run is queued for
  * a worker (a `queued` control row first, so it is listed at once); the model and the pack are
  * the worker's to find, and its control row says why if it cannot start. Without the queue the

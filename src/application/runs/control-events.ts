@@ -1,5 +1,5 @@
 /**
- * Following a run that executes on a `fabric worker` (issue 17): its events are read from the
+ * Following a run that executes on a `fabric worker`: its events are read from the
  * control plane, where the worker's mirror writes them as they happen. Nothing here does I/O.
  */
 import type { RunEvent } from '../../domain/run-events.ts';

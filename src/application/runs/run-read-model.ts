@@ -1,5 +1,5 @@
 /**
- * The read model of runs (issue 21): how `fabric runs`, `GET /v1/runs`, the viewer's list and
+ * The read model of runs: how `fabric runs`, `GET /v1/runs`, the viewer's list and
  * MCP's `get_run` list and show runs, from the runs live in this process, the runlogs, the
  * control plane (where a `queue: postgres` worker's runs and the queued ones are) and process
  * liveness. Each reader wires the sources it has; the rules are the same for all.

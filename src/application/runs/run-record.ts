@@ -1,5 +1,5 @@
 /**
- * One run as every reader shows it (issue 21): the summary of its events, where they came from,
+ * One run as every reader shows it: the summary of its events, where they came from,
  * and what the control plane adds for a run this machine has no runlog of. The CLI, HTTP, the
  * viewer and MCP each render a projection of this shape. Nothing here does I/O.
  */
@@ -8,7 +8,7 @@ import type { ControlRunRow } from '../control/control-ports.ts';
 import type { LivenessCheck } from './process-liveness.ts';
 import { type RunSummary, type RunSummaryStatus, summarizeRun } from './run-summary.ts';
 
-/** A run's status in a listing: a summary's, or `queued` while no worker has taken it (issue 17). */
+/** A run's status in a listing: a summary's, or `queued` while no worker has taken it. */
 export type RunRecordStatus = RunSummaryStatus | 'queued';
 
 /** Where a record was read from. */
@@ -55,7 +55,7 @@ const OPEN = new Set(['queued', 'running']);
  * events are the record; before it, the row's status stands (queued, or ended by a worker or a
  * reaper without a `run_end`), except that a row still `running` whose events show an abandoned
  * run is `interrupted` (SPEC §6: never running for ever) — unless `rowDecides`: with workers
- * and their reaper (issue 17), a run is interrupted when the reaper declares its worker dead, so
+ * and their reaper, a run is interrupted when the reaper declares its worker dead, so
  * `/v1/runs` and `/v1/workers` agree.
  */
 export function recordFromControl(

@@ -44,7 +44,7 @@ export function summarizeRun(runId: string, events: readonly RunEvent[], check: 
   let start: Extract<RunEvent, { kind: 'run_start' }> | undefined;
   let end: Extract<RunEvent, { kind: 'run_end' }> | undefined;
   let steps = 0;
-  // Until run_end records the totals, the tokens so far are those of the responses so far (issue 20).
+  // Until run_end records the totals, the tokens so far are those of the responses so far.
   let tokens = 0;
   for (const event of events) {
     if (event.kind === 'run_start') start = event;

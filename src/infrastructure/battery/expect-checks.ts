@@ -49,7 +49,7 @@ export class SandboxExpectChecks implements ExpectChecks {
             ? `could not start: ${result.spawnError}`
             : result.end;
       const output = `${result.stdout}\n${result.stderr}`.trim();
-      // Failing tests: each one's panic location and message, which the output's end lacks (issue 20).
+      // Failing tests: each one's panic location and message, which the output's end lacks.
       const failures = cargoTestFailures(output);
       if (failures !== null) {
         return {

@@ -1,7 +1,7 @@
 /**
  * What a person (and the model, in the daemon's feedback) needs from `cargo test` output: which
  * tests failed, where each panicked and with what message (the assertion and its `left`/`right`),
- * and the `test result:` line. The tail of the output alone loses the message (issue 20): cargo
+ * and the `test result:` line. The tail of the output alone loses the message: cargo
  * prints the panics in the middle, and since Rust 1.73 the message sits on the lines after
  * `panicked at FILE:LINE:COL:`.
  */

@@ -134,7 +134,7 @@ export class SandboxValidator implements Validator, ClippyCounter {
         sections.push(`$ ${command}\n${end}`);
         continue;
       }
-      // The failing tests and their messages first: the tail alone loses them (issue 20).
+      // The failing tests and their messages first: the tail alone loses them.
       const failures = cargoTestFailures(output);
       const described = failures === null ? null : formatCargoTestFailures(failures);
       sections.push(

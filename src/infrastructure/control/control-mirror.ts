@@ -237,7 +237,7 @@ export class ControlMirror implements RunObserver {
         this.#queue = [];
         this.#downUntil = Date.now() + this.#retryAfter;
         // Another live process holds the embedded database and writes these rows in from the
-        // runlog itself: nothing is lost and nothing needs doing, so nothing is said (issue 20).
+        // runlog itself: nothing is lost and nothing needs doing, so nothing is said.
         this.#heldElsewhere = heldByAnotherProcess(error);
         this.#lastFailure =
           `control plane unavailable (db_off) at ${store.location}: ${errorMessage(error).replace(/\.+$/, '')}. ` +

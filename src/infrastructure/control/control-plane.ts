@@ -140,7 +140,7 @@ export class ControlPlane {
       return { runs: report.runsUpdated, events: report.eventsInserted };
     } catch (error) {
       // The embedded database held by another live process: the holder backfills (SPEC §7),
-      // so this is not a failure to report (issue 20).
+      // so this is not a failure to report.
       if (heldByAnotherProcess(error)) return { runs: 0, events: 0 };
       // Said once until a pass succeeds again.
       if (!this.#backfillFailing) {

@@ -9,7 +9,7 @@ export interface ControlStoreSettings {
   readonly runsDir: string;
   /**
    * Only an embedded database that already exists (`null` otherwise): for commands that read,
-   * which must not create a 39 MB database to say there is nothing in it (issue 20).
+   * which must not create a 39 MB database to say there is nothing in it.
    */
   readonly existingOnly?: boolean;
 }

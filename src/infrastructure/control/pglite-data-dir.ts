@@ -9,7 +9,7 @@ const INIT_TIMEOUT_MS = 180_000;
 /**
  * Makes sure the embedded database's data directory exists, creating it (initdb) in a child
  * process that exits afterwards, so that the one-time memory peak of initdb (~800 MB) is not
- * held by a long-lived server (issue 11: a reopened store peaks near 220 MB). Under Deno, or
+ * held by a long-lived server (a reopened store peaks near 220 MB). Under Deno, or
  * when the runtime cannot be started again, the worker creates the directory itself on open.
  * Call with the directory's lock held. `signal` stops the child (the store is closing).
  */

@@ -1,6 +1,6 @@
 // The embedded control database runs here, in a worker thread: PGlite is Postgres compiled to
 // WASM and runs synchronously, so on the main thread opening it or writing a batch would stall
-// the run's event loop (issue 6: mirroring must never slow a run). Plain JavaScript, so Node and
+// the run's event loop (mirroring must never slow a run). Plain JavaScript, so Node and
 // Deno start it as it is, without a TypeScript loader in the worker.
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -25,7 +25,7 @@ async function open() {
       PGlite.create(workerData.dataDir, {
         // Postgres's default shared_buffers (128 MB) is for a server; the mirror writes small
         // batches. Measured on reopening a data directory and writing 10k events: peak RSS
-        // 364 MiB with the defaults, 219 MiB with these (issue 11).
+        // 364 MiB with the defaults, 219 MiB with these.
         startParams: [...PGlite.defaultStartParams, ...SMALL_MEMORY],
       }),
     );

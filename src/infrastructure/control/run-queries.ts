@@ -31,7 +31,7 @@ export async function queryRun(db: SqlQuery, runId: string): Promise<ControlRunR
 
 /** A run's events rebuilt as runlog lines. */
 export async function queryRunEvents(db: SqlQuery, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  // seq > $2 rides the (run_id, seq) key: a stream's poll reads only what is new (issue 17).
+  // seq > $2 rides the (run_id, seq) key: a stream's poll reads only what is new.
   const rows = await db.query<{ seq: number; kind: string; ts: Date; body: Record<string, unknown> }>(
     'select seq, kind, ts, body from control.run_events where run_id = $1 and seq > $2 order by seq',
     [runId, afterSeq],

@@ -83,7 +83,7 @@ function pinnedLookup(target: CheckedTarget): LookupFunction {
     // Answer asynchronously, as dns.lookup does. Answered at once, the socket connects inside
     // the request's constructor, and a connect that fails at once (ENETUNREACH, EHOSTUNREACH:
     // no route) emits 'error' before the request has put its listener on the socket: an
-    // unhandled 'error' that ends the process (issue 12).
+    // unhandled 'error' that ends the process.
     setImmediate(() => {
       if (lookupOptions.all) callback(null, [{ address, family }]);
       else callback(null, address, family);

@@ -1,6 +1,6 @@
 /**
  * The mechanics of a pid-file lock, shared by the daemon's repository lock, the embedded
- * database's lock and the workspace locks (issue 21): the file is created exclusively with the
+ * database's lock and the workspace locks: the file is created exclusively with the
  * holder's description; when it exists, the caller reads its holder and says whether the holder
  * is stale (its process gone: the file is removed and taken) or still there. What a holder is,
  * and what a live one means (an error, a wait), stays with each lock.

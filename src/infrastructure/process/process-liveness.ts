@@ -1,5 +1,5 @@
 /**
- * Whether a process exists on this machine: the one place that sends signal 0 (issue 21). The
+ * Whether a process exists on this machine: the one place that sends signal 0. The
  * run owners' liveness, the daemon's status and every pid-file lock ask here.
  */
 import { kill } from 'node:process';

@@ -10,7 +10,7 @@
  * does not), so a pack with no package.json of its own never goes through require() ("Cannot
  * require() ES Module … in a cycle").
  *
- * Which hooks, by Node line (issue 20):
+ * Which hooks, by Node line:
  * - Node 22.18+ and 24 strip types themselves: in-thread hooks (`module.registerHooks`, no
  *   round trip to a hooks thread) that hand a pack's `.ts` on as `module-typescript`, so Node
  *   strips it. They touch only files under a pack's folder: an embedding program's own `.ts`

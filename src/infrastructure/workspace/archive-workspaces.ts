@@ -1,5 +1,5 @@
 /**
- * A battery cell's workspace on a worker (issue 17): the battery's archive, unpacked into a fresh
+ * A battery cell's workspace on a worker: the battery's archive, unpacked into a fresh
  * temporary directory for each cell and removed after its checks.
  */
 import { mkdtemp, rm } from 'node:fs/promises';

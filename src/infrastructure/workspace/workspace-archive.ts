@@ -1,5 +1,5 @@
 /**
- * A workspace as one archive (issue 17): a battery's workspace is packed once, stored in the
+ * A workspace as one archive: a battery's workspace is packed once, stored in the
  * queue's database, and unpacked by a worker into a fresh directory for each cell.
  *
  * The format is ours and small on purpose (no dependency for ~100 lines): gzip over a sequence

@@ -12,7 +12,7 @@ type ParsedArgs<T extends OptionSpec> = ReturnType<
  * Parses a command's argv strictly. Every mistake is a usage error in our own words that names
  * the command's help: an unknown flag with the closest known one ("Did you mean --max-steps?"),
  * a flag missing its value, a value given to a switch. Node's own parseArgs messages are not
- * shown: they suggest nothing and quote the flag unevenly (issue 20).
+ * shown: they suggest nothing and quote the flag unevenly.
  */
 export function parseCommandArgs<T extends OptionSpec>(
   command: string,

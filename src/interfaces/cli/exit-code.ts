@@ -35,7 +35,7 @@ export function exitCodeFor(code: FabricErrorCode): number {
 
 /**
  * The exit code of a run that ended `failed`: its error's code decides, as for an error thrown
- * before the run, so a model without tools exits 4 either way (issue 20); a code this version
+ * before the run, so a model without tools exits 4 either way; a code this version
  * does not know (a newer runlog's) is a failed run.
  */
 export function exitCodeForFailedRun(error: { readonly code: string } | null): number {

@@ -19,7 +19,7 @@ process.on('SIGINT', () => {
 process.on('SIGTERM', () => controller.abort(new Error('cancelled by SIGTERM')));
 
 const code = await runCli(process.argv.slice(2), {
-  // A closed pipe stops the output, never the run (issue 12).
+  // A closed pipe stops the output, never the run.
   stdout: closableOutput(process.stdout),
   stderr: closableOutput(process.stderr),
   env: readEnvironment(),

@@ -108,7 +108,7 @@ export class ProgressReporter implements RunObserver {
   /**
    * At the limit the loop makes one more, finish-only turn for the report (SPEC §3), so "after 2
    * steps" with --max-steps 1 would read as if the limit had been overrun; and the report is
-   * claimed only when the model gave one (issue 20).
+   * claimed only when the model gave one.
    */
   #stoppedAtLimit(steps: number): string {
     const worked = this.#finalTurn ? steps - 1 : steps;

@@ -16,7 +16,7 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
 
   app.get('/specialists', (c) => c.json({ specialists: fabric.registry.list() }));
-  // The queue's workers (issue 17) sit with the other read-only views of the fabric.
+  // The queue's workers sit with the other read-only views of the fabric.
   app.route('/workers', workerRoutes(fabric));
 
   app.get('/models', async (c) => {

@@ -39,7 +39,7 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   const store = fabric.runLogStore;
   const app = new Hono();
   // A run with no runlog here is looked for in the control plane while runs are queued for
-  // workers (issue 17), where the reaper ends a dead worker's runs; the live runs are this server's.
+  // workers, where the reaper ends a dead worker's runs; the live runs are this server's.
   const runs = fabric.runReadModel({
     live: liveRuns(hub),
     control: 'queue',

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { Fabric } from '../../composition/fabric.ts';
 import type { AuthVariables } from './auth.ts';
 
-/** `/v1/workers`: the queue's workers (issue 17); an empty list when runs execute in-process. */
+/** `/v1/workers`: the queue's workers; an empty list when runs execute in-process. */
 export function workerRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
   app.get('/', async (c) => {

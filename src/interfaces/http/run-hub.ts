@@ -143,7 +143,7 @@ export class RunHub {
   }
 }
 
-/** The hub's runs as the read model of runs sees them (issue 21). */
+/** The hub's runs as the read model of runs sees them. */
 export function liveRuns(hub: Pick<RunHub, 'get' | 'list'>): LiveRuns {
   return {
     liveRunIds: () => hub.list().map((live) => live.runId),

@@ -10,7 +10,7 @@ export interface RunLinks {
 }
 
 /**
- * A run as the API shows it: the read model's record (issue 21), with its links. `runlog` is the
+ * A run as the API shows it: the read model's record, with its links. `runlog` is the
  * path on the server, empty for a run only the control plane holds (a worker's, a queued one).
  */
 export interface RunView extends Omit<RunRecord, 'source' | 'runlog'> {

@@ -22,7 +22,7 @@ export function commandTools(sandbox: CommandSandbox, allowedCommands: readonly 
         'Compile-check the workspace (cargo check --message-format=json) and return compact diagnostics: level, code, file:line, message, source line.',
       input: v.object({}),
       // A check that finds errors is a failed call, like a shell command that exits non-zero:
-      // the model reads the same report, and the runlog and progress show it failed (issue 12).
+      // the model reads the same report, and the runlog and progress show it failed.
       run: async (_args, context) => {
         const outcome = await cargoCheck(sandbox, context.signal);
         if (!outcome.ok) throw new ToolError(outcome.report);

@@ -1,5 +1,5 @@
 /**
- * The sandbox of a specialist's commands, in one place (issue 21): the rust pack's `shell` and
+ * The sandbox of a specialist's commands, in one place: the rust pack's `shell` and
  * `cargo_check`, a battery's `expect.commands` and the daemon's validation all run under it.
  */
 import * as v from 'valibot';

@@ -45,7 +45,7 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     return values.help ? EXIT.ok : EXIT.usage;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  // An export creates the embedded database only when there are runs to put in it (issue 20).
+  // An export creates the embedded database only when there are runs to put in it.
   let store = await controlStoreFor(config, { existingOnly: action === 'export' });
   const print = (human: string, data: unknown) =>
     io.stdout.write(values.json ? `${JSON.stringify(data)}\n` : `${human}\n`);

@@ -86,7 +86,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   }
   const source = values.workspace ?? runStartOf(run).workspace;
   if (values.workspace === undefined && source !== null) {
-    // The run edited its workspace in place, so a re-run from it starts from the run's end state (issue 20).
+    // The run edited its workspace in place, so a re-run from it starts from the run's end state.
     io.stderr.write(
       `fabric replay: no --workspace, so the re-run works on a copy of ${source} as it is now, which already ` +
         "holds the run's edits: results may differ from the run's. To compare faithfully, pass " +

@@ -1,7 +1,7 @@
 import type { RunRecord } from '../../../application/runs/run-record.ts';
 import { formatPayload } from '../payload-format.ts';
 
-/** A run as `fabric runs` prints it (its JSON shape since issue 8): the record without where it was read. */
+/** A run as `fabric runs` prints it (its JSON shape is stable): the record without where it was read. */
 export type ListedRun = Omit<RunRecord, 'usage' | 'runlog' | 'torn' | 'live' | 'source'>;
 
 /** How long the run took, from its start to its end; null while it has no end. */
@@ -13,7 +13,7 @@ export function durationMs(run: ListedRun): number | null {
 
 /**
  * One run for a person (`fabric runs show`): what it was, how it went (status, specialist, model,
- * steps, tokens, duration, error) and what it produced, the payload's summary first (issue 20).
+ * steps, tokens, duration, error) and what it produced, the payload's summary first.
  * `where` is the lines that say where the record came from (runlog, process).
  */
 export function runDetails(run: ListedRun, where: readonly [string, string][]): string {

@@ -150,7 +150,7 @@ interface RunListing {
 
 /**
  * The control store's rows merged with the runlogs on disk, newest first, as the read model lists
- * them (issue 21): a run in either is listed once (SPEC §7: a run another process wrote while
+ * them: a run in either is listed once (SPEC §7: a run another process wrote while
  * this one could not reach the store is still listed).
  */
 async function listRuns(
@@ -178,7 +178,7 @@ async function listRuns(
   }
 }
 
-/** What `fabric runs` prints of a run (its JSON shape since issue 8). */
+/** What `fabric runs` prints of a run (its JSON shape is stable). */
 function summaryOf(record: RunRecord): ListedRun {
   const { usage: _usage, runlog: _runlog, torn: _torn, live: _live, source: _source, ...summary } = record;
   return summary;

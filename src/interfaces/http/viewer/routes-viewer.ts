@@ -125,7 +125,7 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
     }),
   );
 
-  // The runs list's changes (issue 20): each run that starts or moves on, as its rendered row.
+  // The runs list's changes: each run that starts or moves on, as its rendered row.
   app.get(
     '/viewer/runs/events',
     guarded(async () => {

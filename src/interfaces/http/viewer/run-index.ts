@@ -16,7 +16,7 @@ export interface RunPage {
 }
 
 /**
- * The runs as the viewer lists them: the read model's (issue 21), over the runs live in this
+ * The runs as the viewer lists them: the read model's, over the runs live in this
  * server and those in the runlogs, as the API views them. Build its model with
  * `cacheEnded: VIEWER_CACHED_RUNS`: a run that has ended never changes.
  */

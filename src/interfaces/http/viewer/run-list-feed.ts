@@ -14,7 +14,7 @@ const FIRST_SCAN_DEPTH = 100;
 export type RunListListener = (views: readonly RunView[]) => void;
 
 /**
- * The changes to the runs list, for the viewer's open list pages (issue 20): one per server,
+ * The changes to the runs list, for the viewer's open list pages: one per server,
  * shared by every page, idle while none is open. This server's runs are pushed by the hub as
  * their events are written (coalesced per `FLUSH_MS`); runs that another process writes to the
  * same runs directory are found by listing it every `SCAN_MS` and re-reading the few in progress.

@@ -5,7 +5,7 @@ import { clip } from './layout.ts';
 const INLINE_CHARS = 80;
 
 /**
- * A tool call's arguments as a person reads them (issue 20): a string that spans lines (a
+ * A tool call's arguments as a person reads them: a string that spans lines (a
  * `write_file` content, an `edit_file` old/new text, a shell command) as a preformatted block
  * labelled with its name, so its line breaks are real; short scalars inline; the JSON the
  * model sent kept under a details element. Arguments that are not a JSON object are shown as sent.
