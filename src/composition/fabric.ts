@@ -5,20 +5,14 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import process from 'node:process';
-import type {
-  BackendProbe,
-  ChatClient,
-  ModelCatalog,
-  RunObserver,
-  SpecialistPack,
-} from '../application/ports.ts';
+import type { BackendProbe, ModelCatalog } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
 import type { RunRequest } from '../application/run/run-request.ts';
 import { RunStarter } from '../application/run/start-run.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
-import { type ModelChoice, type ResolveOptions, resolveModel } from '../application/models/resolve-model.ts';
+import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
 import { FabricError, errorMessage } from '../domain/errors.ts';
