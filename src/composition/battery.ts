@@ -12,7 +12,7 @@ import {
   type QueuedCellRun,
   executeQueuedCell,
 } from '../application/battery/worker-cell-job.ts';
-import type { CellReports } from '../application/queue/run-queue.ts';
+import type { CellReports } from '../application/queue/queue-ports.ts';
 import { loadBatteryFile } from '../config/battery-file.ts';
 import { fileBatteryPaths } from '../infrastructure/battery/battery-paths.ts';
 import { BatteryStateFiles } from '../infrastructure/battery/battery-state-file.ts';

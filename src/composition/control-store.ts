@@ -5,7 +5,7 @@
  * Fabric's one store (`Fabric.controlStore()`).
  */
 import type { ControlStore } from '../application/control/control-ports.ts';
-import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import type { FabricConfig } from '../config/load.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';

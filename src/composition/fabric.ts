@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import process from 'node:process';
 import type { BackendProbe, ModelCatalog } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
-import type { ProcessLiveness } from '../application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
 import type { RunRequest } from '../application/run/run-request.ts';
 import { RunStarter } from '../application/run/start-run.ts';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import process from 'node:process';
 import { QueueWorker } from '../application/queue/queue-worker.ts';
-import type { WorkerInfo } from '../application/queue/run-queue.ts';
+import type { WorkerInfo } from '../application/queue/queue-ports.ts';
 import { workerJobs } from '../application/queue/worker-jobs.ts';
 import { FabricError } from '../domain/errors.ts';
 import { cellJobFor } from './battery.ts';

@@ -8,7 +8,7 @@ import type { BatteryFile, KnownSpecialists } from '../../config/battery-file.ts
 import type { SpecialistConfig } from '../../config/schema.ts';
 import type { ControlReader } from '../control/control-ports.ts';
 import type { BackendProbe, Clock } from '../ports.ts';
-import type { CellReports, RunQueue, WorkerRegistry } from '../queue/run-queue.ts';
+import type { CellReports, RunQueue, WorkerRegistry } from '../queue/queue-ports.ts';
 import type { RunTask } from '../run/run-request.ts';
 import type { CellWorkspaces, ExpectChecks } from './battery-ports.ts';
 import type { BatteryState } from './battery-types.ts';

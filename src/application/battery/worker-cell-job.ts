@@ -4,7 +4,7 @@
  * outcome reported to the queue's database for the battery's runner to collect.
  */
 import { FabricError } from '../../domain/errors.ts';
-import type { CellReports, QueuedRun } from '../queue/run-queue.ts';
+import type { CellReports, QueuedRun } from '../queue/queue-ports.ts';
 import type { RunTask } from '../run/run-request.ts';
 import type { CellRunRequest, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
 import { type CellOutcome, LocalCellExecutor } from './cell-executor.ts';

@@ -4,7 +4,7 @@
  * the runs of workers whose heartbeat stopped as interrupted. Reaches the world only through ports.
  */
 import { errorMessage } from '../../domain/errors.ts';
-import type { QueuedRun, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './run-queue.ts';
+import type { QueuedRun, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './queue-ports.ts';
 import { plural } from '../../domain/words.ts';
 
 /** Runs a queued run to its end; rejects when it could not start (nothing was written). */

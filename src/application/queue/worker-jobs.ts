@@ -6,7 +6,7 @@
  */
 import type { RunTask } from '../run/run-request.ts';
 import type { ExecuteQueuedRun } from './queue-worker.ts';
-import type { QueuedCell, QueuedRun } from './run-queue.ts';
+import type { QueuedCell, QueuedRun } from './queue-ports.ts';
 
 /** A queued run that is a battery cell. */
 export type QueuedCellRun = QueuedRun & { readonly cell: QueuedCell };

@@ -4,7 +4,7 @@
  * heartbeat. Either way the caller waits a bounded time for the run to record its end, then
  * answers with the run as it ended, or that it is still cancelling. Nothing here does I/O.
  */
-import type { WorkerRegistry } from '../queue/run-queue.ts';
+import type { WorkerRegistry } from '../queue/queue-ports.ts';
 import type { RunRecord } from '../runs/run-record.ts';
 
 /** A run in progress in this process. */

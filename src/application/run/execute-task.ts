@@ -3,7 +3,7 @@ import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../../domain/me
 import type { RunResult, RunStatus } from '../../domain/run-result.ts';
 import type { Conversation } from './model-turn.ts';
 import type { ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack, Tool } from '../ports.ts';
-import type { RunOwner } from '../runs/process-liveness.ts';
+import type { RunOwner } from '../runs/liveness-ports.ts';
 import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';

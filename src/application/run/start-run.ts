@@ -8,7 +8,7 @@ import type { SpecialistConfig } from '../../config/schema.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
 import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
-import type { RunOwner } from '../runs/process-liveness.ts';
+import type { RunOwner } from '../runs/liveness-ports.ts';
 import { executeTask } from './execute-task.ts';
 import { type RequestLimiter, limitRequests } from './request-limiter.ts';
 import type { RunRequest } from './run-request.ts';

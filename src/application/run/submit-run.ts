@@ -8,7 +8,7 @@
  */
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
-import type { RunQueue, WorkerRegistry } from '../queue/run-queue.ts';
+import type { RunQueue, WorkerRegistry } from '../queue/queue-ports.ts';
 import type { RunRequest } from './run-request.ts';
 
 /** What a submission carries. */

@@ -8,7 +8,7 @@ import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { ControlReader, ControlRunRow } from '../control/control-ports.ts';
 import type { RunLogStore } from '../ports.ts';
-import type { LivenessCheck } from './process-liveness.ts';
+import type { LivenessCheck } from './liveness-ports.ts';
 import {
   type RunRecord,
   type RunRecordStatus,

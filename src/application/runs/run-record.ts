@@ -5,7 +5,7 @@
  */
 import type { RunEvent, UsageFields } from '../../domain/run-events.ts';
 import type { ControlRunRow } from '../control/control-ports.ts';
-import type { LivenessCheck } from './process-liveness.ts';
+import type { LivenessCheck } from './liveness-ports.ts';
 import { type RunSummary, type RunSummaryStatus, summarizeRun } from './run-summary.ts';
 
 /** A run's status in a listing: a summary's, or `queued` while no worker has taken it. */

@@ -1,6 +1,6 @@
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
-import type { LivenessCheck, RunOwner } from './process-liveness.ts';
+import type { LivenessCheck, RunOwner } from './liveness-ports.ts';
 
 /**
  * A run's status as listings show it: the `run_end` status, else `running` while its owner may

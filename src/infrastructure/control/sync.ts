@@ -1,6 +1,6 @@
 import type { ControlStore } from '../../application/control/control-ports.ts';
 import type { RunLogStore } from '../../application/ports.ts';
-import type { ProcessLiveness } from '../../application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../../application/runs/liveness-ports.ts';
 import { runStatusWithoutEnd } from '../../application/runs/run-summary.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';

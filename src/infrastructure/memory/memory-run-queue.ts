@@ -2,7 +2,7 @@
  * The run queue in memory: one FIFO per specialist, each job taken once. For tests and for a
  * single process that wants the queue's semantics without Postgres; nothing survives the process.
  */
-import type { QueuedRun, RunQueue, TakenRun, TakenRunOutcome } from '../../application/queue/run-queue.ts';
+import type { QueuedRun, RunQueue, TakenRun, TakenRunOutcome } from '../../application/queue/queue-ports.ts';
 
 /** A `RunQueue` held in this process. */
 export class MemoryRunQueue implements RunQueue {

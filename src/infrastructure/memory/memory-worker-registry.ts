@@ -4,7 +4,12 @@
  * clock so that a heartbeat's age is whatever the caller says. For tests and single processes.
  */
 import type { Clock } from '../../application/ports.ts';
-import type { QueuedRun, WorkerInfo, WorkerRegistry, WorkerRow } from '../../application/queue/run-queue.ts';
+import type {
+  QueuedRun,
+  WorkerInfo,
+  WorkerRegistry,
+  WorkerRow,
+} from '../../application/queue/queue-ports.ts';
 
 /** A run's row as the registry keeps it. */
 export interface MemoryRunRow {

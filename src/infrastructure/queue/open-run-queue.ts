@@ -1,4 +1,4 @@
-import type { CellReports, RunQueue, WorkerRegistry } from '../../application/queue/run-queue.ts';
+import type { CellReports, RunQueue, WorkerRegistry } from '../../application/queue/queue-ports.ts';
 import { applyMigrations } from '../control/migrations.ts';
 import { PostgresExecutor } from '../control/postgres-control-store.ts';
 import { PgBossRunQueue } from './pg-boss-run-queue.ts';

@@ -1,5 +1,5 @@
 import PgBoss from 'pg-boss';
-import type { QueuedRun, RunQueue, TakenRun, TakenRunOutcome } from '../../application/queue/run-queue.ts';
+import type { QueuedRun, RunQueue, TakenRun, TakenRunOutcome } from '../../application/queue/queue-ports.ts';
 
 /** The queue's own schema in the control plane's database; pg-boss creates and migrates it. */
 export const QUEUE_SCHEMA = 'fabric_queue';

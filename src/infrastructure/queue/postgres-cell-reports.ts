@@ -1,5 +1,5 @@
 import type { CellOutcome } from '../../application/battery/cell-executor.ts';
-import type { CellReports } from '../../application/queue/run-queue.ts';
+import type { CellReports } from '../../application/queue/queue-ports.ts';
 import { jsonParam } from '../control/json-param.ts';
 import type { SqlExecutor } from '../control/sql-executor.ts';
 

@@ -1,4 +1,9 @@
-import type { QueuedRun, WorkerInfo, WorkerRegistry, WorkerRow } from '../../application/queue/run-queue.ts';
+import type {
+  QueuedRun,
+  WorkerInfo,
+  WorkerRegistry,
+  WorkerRow,
+} from '../../application/queue/queue-ports.ts';
 import { jsonParam } from '../control/json-param.ts';
 import type { SqlExecutor } from '../control/sql-executor.ts';
 

@@ -1,5 +1,5 @@
 import { hostname, uptime } from 'node:os';
-import type { ProcessLiveness, RunOwner } from '../../application/runs/process-liveness.ts';
+import type { ProcessLiveness, RunOwner } from '../../application/runs/liveness-ports.ts';
 import { pidState } from '../process/process-liveness.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
-import type { ProcessLiveness } from '../../application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../../application/runs/liveness-ports.ts';
 import { buildTimeline } from '../../application/replay/replay-timeline.ts';
 import { cancelRun } from '../../application/run/cancel-run.ts';
 import { submitRun } from '../../application/run/submit-run.ts';

@@ -17,7 +17,7 @@ import type { RunRequest } from '../../application/run/run-request.ts';
 import { FABRIC_VERSION } from '../../composition/version.ts';
 import { FABRIC_TOOLS, GetRunInput, RunTaskInput } from './fabric-tools.ts';
 import { progressObserver } from './run-progress.ts';
-import { mcpRunSummary } from './run-summary.ts';
+import { mcpRunSummary } from './get-run-view.ts';
 import { plural } from '../../domain/words.ts';
 
 /** What the MCP server uses of the fabric (a `Fabric` satisfies it). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CellOutcome } from '../../../src/application/battery/cell-executor.ts';
 import { QueuedCellExecutor } from '../../../src/application/battery/queued-cells.ts';
 import { type QueuedCellRun, executeQueuedCell } from '../../../src/application/battery/worker-cell-job.ts';
-import type { QueuedRun } from '../../../src/application/queue/run-queue.ts';
+import type { QueuedRun } from '../../../src/application/queue/queue-ports.ts';
 import type { RunRequest } from '../../../src/application/run/run-request.ts';
 import { MemoryWorkspaces } from '../../../src/infrastructure/memory/memory-workspaces.ts';
 import { ScriptedChecks, runResult } from '../../support/battery-ports.ts';

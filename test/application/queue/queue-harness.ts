@@ -1,5 +1,5 @@
 import type { Clock } from '../../../src/application/ports.ts';
-import type { QueuedRun } from '../../../src/application/queue/run-queue.ts';
+import type { QueuedRun } from '../../../src/application/queue/queue-ports.ts';
 import type { RunRequest, RunTask } from '../../../src/application/run/run-request.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { MemoryRunQueue } from '../../../src/infrastructure/memory/memory-run-queue.ts';

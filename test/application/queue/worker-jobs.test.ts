@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QueueWorker } from '../../../src/application/queue/queue-worker.ts';
-import type { QueuedCell } from '../../../src/application/queue/run-queue.ts';
+import type { QueuedCell } from '../../../src/application/queue/queue-ports.ts';
 import { type QueuedCellRun, workerJobs } from '../../../src/application/queue/worker-jobs.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
 import { ScriptedRunTask, memoryQueue, queued, until } from './queue-harness.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlRunRow } from '../../../src/application/control/control-ports.ts';
-import type { ProcessLiveness } from '../../../src/application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../../../src/application/runs/liveness-ports.ts';
 import {
   type ControlRunListing,
   type RunLogReader,

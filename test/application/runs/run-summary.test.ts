@@ -3,7 +3,7 @@ import type {
   LivenessCheck,
   ProcessLiveness,
   RunOwner,
-} from '../../../src/application/runs/process-liveness.ts';
+} from '../../../src/application/runs/liveness-ports.ts';
 import {
   UNCHECKED_OWNER_GRACE_MS,
   runStatusWithoutEnd,

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { isBatterySink } from '../../../src/application/battery/battery-ports.ts';
 import type { CellResult } from '../../../src/application/battery/battery-types.ts';
 import type { ControlStore } from '../../../src/application/control/control-ports.ts';
-import type { ProcessLiveness } from '../../../src/application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../../../src/application/runs/liveness-ports.ts';
 import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
 import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
 import { buildExports, exportAll } from '../../../src/infrastructure/control/exports.ts';

@@ -1,6 +1,6 @@
 import { requireWholeRun } from '../../../application/runs/whole-run.ts';
 import type { ControlStore } from '../../../application/control/control-ports.ts';
-import type { LivenessCheck } from '../../../application/runs/process-liveness.ts';
+import type { LivenessCheck } from '../../../application/runs/liveness-ports.ts';
 import { RunReadModel } from '../../../application/runs/run-read-model.ts';
 import { type RunRecord, newestStartFirst } from '../../../application/runs/run-record.ts';
 import { loadConfig } from '../../../config/load.ts';

@@ -1,5 +1,5 @@
 import { type Context, Hono } from 'hono';
-import type { ProcessLiveness } from '../../../application/runs/process-liveness.ts';
+import type { ProcessLiveness } from '../../../application/runs/liveness-ports.ts';
 import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { batteryReadModel } from '../../../composition/battery.ts';
