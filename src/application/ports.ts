@@ -22,6 +22,8 @@ export interface ChatRequest {
 /** What a chat client reports while a request is in flight. */
 export type ChatStreamEvent =
   | { readonly type: 'text'; readonly text: string }
+  /** Reasoning as it streams, from its own field or from `<think>` in the content (SPEC §16). */
+  | { readonly type: 'reasoning'; readonly text: string }
   | { readonly type: 'tool_call_started'; readonly name: string }
   | {
       readonly type: 'retry';
@@ -32,7 +34,12 @@ export type ChatStreamEvent =
 
 /** One completed model turn, assembled from the stream. */
 export interface ChatTurn {
+  /** The answer's text, without `<think>` blocks. */
   readonly content: string;
+  /** What the model reasoned, from whichever field or tag carried it; '' when it did not. */
+  readonly reasoning?: string;
+  /** Reasoning tokens, when the server counts them apart. */
+  readonly reasoningTokens?: number | undefined;
   readonly toolCalls: readonly ToolCall[];
   readonly finishReason: string | null;
   readonly usage: Usage;

@@ -53,7 +53,12 @@ export interface RunEventBodies {
   };
   llm_response: {
     step: number;
+    /** The answer's text; reasoning is never in it (SPEC §16). */
     content: string;
+    /** What the model reasoned this turn, apart from the content; absent when it did not. */
+    reasoning?: string;
+    /** The reasoning's tokens, when the server counts them apart. */
+    reasoning_tokens?: number;
     tool_calls: { id: string; name: string; arguments: string }[];
     finish_reason: string | null;
     usage: UsageFields;
@@ -77,6 +82,8 @@ export interface RunEventBodies {
     refused?: string[];
     /** Blocks of call markup that could not be read. */
     malformed?: number;
+    /** `reasoning` when the calls were written in the reasoning of a turn with empty content. */
+    from?: 'reasoning';
   };
   text_fallback: {
     step: number;

@@ -1,5 +1,5 @@
 import { jsonAnswer, randomAlnum } from './fake-llm-models.ts';
-import { type ChatContext, type ResolvedReply, splitText } from './fake-llm-reply.ts';
+import { type ChatContext, type ResolvedReply, contentPieces, splitText } from './fake-llm-reply.ts';
 import type { Answer } from './fake-llm-types.ts';
 import type { StreamFrames } from './fake-llm-openai-chat.ts';
 
@@ -64,11 +64,15 @@ function finalStats(reply: ResolvedReply): Record<string, unknown> {
 export function ollamaNativeStream(reply: ResolvedReply, ctx: ChatContext): StreamFrames {
   const line = (value: unknown): string => `${JSON.stringify(value)}\n`;
   const base = (): Record<string, unknown> => ({ model: ctx.model, created_at: new Date().toISOString() });
-  const body = reply.content
-    ? splitText(reply.content).map((piece) =>
-        line({ ...base(), message: { role: 'assistant', content: piece }, done: false }),
-      )
-    : [];
+  // With `think`, the reasoning streams first in `message.thinking` (api.md), the content after.
+  const body = [
+    ...(reply.reasoning ? splitText(reply.reasoning) : []).map((piece) =>
+      line({ ...base(), message: { role: 'assistant', content: '', thinking: piece }, done: false }),
+    ),
+    ...contentPieces(reply).map((piece) =>
+      line({ ...base(), message: { role: 'assistant', content: piece }, done: false }),
+    ),
+  ];
   if (reply.toolCalls.length > 0) {
     body.push(
       line({
@@ -87,6 +91,7 @@ export function ollamaNativeStream(reply: ResolvedReply, ctx: ChatContext): Stre
 /** Renders a reply as Ollama's single non-streaming object. */
 export function ollamaNativeBody(reply: ResolvedReply, ctx: ChatContext): Answer {
   const message: Record<string, unknown> = { role: 'assistant', content: reply.content ?? '' };
+  if (reply.reasoning) message.thinking = reply.reasoning;
   if (reply.toolCalls.length > 0) message.tool_calls = toolCalls(reply);
   return jsonAnswer(200, {
     model: ctx.model,

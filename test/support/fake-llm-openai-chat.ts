@@ -1,5 +1,11 @@
 import { jsonAnswer, randomAlnum, randomDigits } from './fake-llm-models.ts';
-import { type ChatContext, type ResolvedReply, splitFragments, splitText } from './fake-llm-reply.ts';
+import {
+  type ChatContext,
+  type ResolvedReply,
+  contentPieces,
+  splitFragments,
+  splitText,
+} from './fake-llm-reply.ts';
 import type { Answer, FakeFlavor, StreamStyle } from './fake-llm-types.ts';
 
 type Delta = Record<string, unknown>;
@@ -26,9 +32,25 @@ function toolCallId(style: StreamStyle): string {
   return randomDigits(9);
 }
 
-function usageOf(reply: ResolvedReply): Record<string, number> {
+function usageOf(reply: ResolvedReply): Record<string, unknown> {
   const { prompt, completion } = reply.usage;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(reply.reasoningTokens === undefined
+      ? {}
+      : { completion_tokens_details: { reasoning_tokens: reply.reasoningTokens } }),
+  };
+}
+
+/** The reasoning deltas that come before the content, in the field the server uses. */
+function reasoningDeltas(reply: ResolvedReply, style: StreamStyle): Delta[] {
+  if (!reply.reasoning) return [];
+  const field = reply.reasoningField ?? (style === 'ollama' ? 'reasoning' : 'reasoning_content');
+  return splitText(reply.reasoning).map((piece, i) =>
+    i === 0 ? { role: 'assistant', content: '', [field]: piece } : { [field]: piece },
+  );
 }
 
 function sse(data: unknown): string {
@@ -58,12 +80,14 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
       ...(style === 'openai' && ctx.includeUsage ? { usage: null } : {}),
     });
   };
-  const deltas =
-    style === 'openai'
+  const deltas = [
+    ...reasoningDeltas(reply, style),
+    ...(style === 'openai'
       ? openAiDeltas(reply)
       : style === 'ollama'
         ? ollamaDeltas(reply)
-        : lmStudioDeltas(reply);
+        : lmStudioDeltas(reply)),
+  ];
   // Ollama (before v0.32.6) repeats role and empty content in the finish chunk; the others send delta:{}.
   const finishDelta = style === 'ollama' ? { role: 'assistant', content: '' } : {};
   const tail = [chunk(finishDelta, reply.finishReason)];
@@ -87,7 +111,7 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
     const out: Delta[] = [];
     if (r.content !== undefined || r.toolCalls.length === 0) {
       out.push({ role: 'assistant', content: '', refusal: null });
-      for (const piece of r.content ? splitText(r.content) : []) out.push({ content: piece });
+      for (const piece of contentPieces(r)) out.push({ content: piece });
     }
     r.toolCalls.forEach((call, index) => {
       const head = {
@@ -114,7 +138,7 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
   function lmStudioDeltas(r: ResolvedReply): Delta[] {
     const out: Delta[] = [];
     if (r.content !== undefined || r.toolCalls.length === 0) {
-      splitText(r.content ?? '').forEach((piece, i) => {
+      (r.content ? contentPieces(r) : ['']).forEach((piece, i) => {
         out.push(i === 0 ? { role: 'assistant', content: piece } : { content: piece });
       });
     }
@@ -132,9 +156,7 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
 
   // Ollama before v0.32.6: every chunk repeats role and content, and all calls come whole in one delta.
   function ollamaDeltas(r: ResolvedReply): Delta[] {
-    const out: Delta[] = r.content
-      ? splitText(r.content).map((piece) => ({ role: 'assistant', content: piece }))
-      : [];
+    const out: Delta[] = contentPieces(r).map((piece) => ({ role: 'assistant', content: piece }));
     if (r.toolCalls.length > 0) {
       out.push({
         role: 'assistant',

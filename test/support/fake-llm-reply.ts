@@ -6,6 +6,10 @@ export interface ResolvedReply {
   toolCalls: { id: string | undefined; name: string; argumentsText: string; argumentsObject: unknown }[];
   finishReason: string;
   usage: { prompt: number; completion: number };
+  reasoning: string | undefined;
+  reasoningField: 'reasoning_content' | 'reasoning' | undefined;
+  reasoningTokens: number | undefined;
+  chunkChars: number | undefined;
 }
 
 /** What the request implies for rendering a reply. */
@@ -31,6 +35,10 @@ export function resolveReply(reply: ScriptedReply, promptTokens: number): Resolv
     toolCalls,
     finishReason: reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
     usage: reply.usage ?? { prompt: promptTokens, completion: Math.max(1, Math.ceil(generated / 4)) },
+    reasoning: reply.reasoning,
+    reasoningField: reply.reasoningField,
+    reasoningTokens: reply.reasoningTokens,
+    chunkChars: reply.chunkChars,
   };
 }
 
@@ -44,6 +52,17 @@ function toObject(args: string | Record<string, unknown>): unknown {
   } catch {
     return args;
   }
+}
+
+/** The content's streamed pieces: fixed-size when the script says so, else word by word. */
+export function contentPieces(reply: Pick<ResolvedReply, 'content' | 'chunkChars'>): string[] {
+  const text = reply.content ?? '';
+  if (reply.chunkChars === undefined || text === '') return text === '' ? [] : splitText(text);
+  const chars = Array.from(text);
+  const pieces: string[] = [];
+  for (let i = 0; i < chars.length; i += reply.chunkChars)
+    pieces.push(chars.slice(i, i + reply.chunkChars).join(''));
+  return pieces;
 }
 
 /** Splits text into word-sized pieces, as models stream it token by token. */

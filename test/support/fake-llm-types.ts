@@ -33,6 +33,18 @@ export interface ScriptedReply {
   /** Defaults to 'tool_calls' when toolCalls are present, else 'stop'. */
   finishReason?: string;
   usage?: { prompt: number; completion: number };
+  /**
+   * What the model reasons, streamed before the content in the server's own field: LM Studio's
+   * `delta.reasoning_content` (the DeepSeek-style setting, the default here) or `delta.reasoning`
+   * (0.3.23+, gpt-oss), Ollama's `/v1` `delta.reasoning` and native `message.thinking`.
+   */
+  reasoning?: string;
+  /** Which OpenAI-compatible delta field carries `reasoning`; default by flavor (see above). */
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  /** `usage.completion_tokens_details.reasoning_tokens`, when the server counts them. */
+  reasoningTokens?: number;
+  /** Stream the content in pieces of this many characters (cuts tags at awkward places); default word by word. */
+  chunkChars?: number;
 }
 
 /** Chunking style of an OpenAI-compatible stream. */

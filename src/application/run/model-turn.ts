@@ -69,6 +69,8 @@ export async function requestModelTurn(options: {
     kind: 'llm_response',
     step,
     content: turn.content,
+    ...(turn.reasoning ? { reasoning: turn.reasoning } : {}),
+    ...(turn.reasoningTokens === undefined ? {} : { reasoning_tokens: turn.reasoningTokens }),
     tool_calls: turn.toolCalls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
     finish_reason: turn.finishReason,
     usage: {

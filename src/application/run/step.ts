@@ -2,7 +2,7 @@ import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/m
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, SpecialistPack, Tool } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { type RecoveredCalls, scanTextToolCalls } from './text-tool-calls.ts';
+import { type RecoveredCalls, recoverTextToolCalls, scanTextToolCalls } from './text-tool-calls.ts';
 import { dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
@@ -32,6 +32,11 @@ export interface StepInput {
 
 const EMPTY_REPLY_NUDGE =
   'Your reply had no text and no tool call. Call one of the tools, or call finish_task with your result.';
+
+/** A turn that only reasoned is not an answer (SPEC §16): the model is told to act. */
+const THINK_ONLY_NUDGE =
+  'You reasoned but did not act: your reply had no text and no tool call. ' +
+  'Call one of the tools now, or call finish_task with your result.';
 
 /** What the model hears when the calls it wrote as text could not be run. */
 function unrunCallsNudge(recovered: RecoveredCalls, offered: ReadonlySet<string>): string {
@@ -102,11 +107,38 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       assistantContent = '';
     }
   }
+  const reasoning = turn.reasoning ?? '';
+  if (
+    calls.length === 0 &&
+    turn.content.trim() === '' &&
+    reasoning.trim() !== '' &&
+    input.recoverTextToolCalls
+  ) {
+    // The call written inside the reasoning, content empty (langchain4j #4786, LM Studio #1870):
+    // recovered only when it names an offered tool; a tool merely thought about is not refused.
+    const offered = new Set(input.specs.map((spec) => spec.name));
+    const schemas = new Map(input.specs.map((spec) => [spec.name, spec.parameters]));
+    const recovered = recoverTextToolCalls(reasoning, offered, step, schemas);
+    if (recovered) {
+      await recorder.record({
+        kind: 'tool_call_recovered',
+        step,
+        format: recovered.format,
+        tool_calls: recovered.calls.map((call) => ({ ...call })),
+        from: 'reasoning',
+      });
+      calls = recovered.calls;
+      assistantContent = '';
+    }
+  }
   if (calls.length === 0) {
     const text = turn.content.trim();
     if (text === '') {
       conversation.messages.push({ role: 'assistant', content: '', toolCalls: [] });
-      conversation.messages.push({ role: 'user', content: EMPTY_REPLY_NUDGE });
+      conversation.messages.push({
+        role: 'user',
+        content: reasoning.trim() === '' ? EMPTY_REPLY_NUDGE : THINK_ONLY_NUDGE,
+      });
       return { kind: 'continue' };
     }
     await recorder.record({ kind: 'text_fallback', step, content: text });

@@ -108,7 +108,8 @@ export class OpenAiChatClient implements ChatClient {
       await refuseNonStream(response);
       const assembler = new StreamAssembler();
       await readStream(response, (chunk) => {
-        const { text, startedCalls } = assembler.push(chunk);
+        const { text, reasoning, startedCalls } = assembler.push(chunk);
+        if (reasoning !== '') onEvent({ type: 'reasoning', text: reasoning });
         if (text !== '') onEvent({ type: 'text', text });
         for (const name of startedCalls) onEvent({ type: 'tool_call_started', name });
       });
@@ -120,6 +121,8 @@ export class OpenAiChatClient implements ChatClient {
       const usage = result.usage ?? { prompt: 0, completion: 0, total: 0 };
       return {
         content: result.content,
+        ...(result.reasoning === undefined ? {} : { reasoning: result.reasoning }),
+        ...(result.reasoningTokens === undefined ? {} : { reasoningTokens: result.reasoningTokens }),
         toolCalls: result.toolCalls,
         finishReason: result.finishReason,
         usage: { promptTokens: usage.prompt, completionTokens: usage.completion, totalTokens: usage.total },

@@ -1,10 +1,15 @@
 import type { ToolCall } from '../../domain/messages.ts';
+import { ThinkSplitter } from './think-splitter.ts';
 
 /** The parts of an OpenAI-style stream chunk the assembler reads. Every field may be missing. */
 export interface ChunkLike {
   readonly choices?: ReadonlyArray<{
     readonly delta?: {
       readonly content?: string | null;
+      /** LM Studio (DeepSeek-style setting, lmstudio-bug-tracker #378). */
+      readonly reasoning_content?: string | null;
+      /** LM Studio 0.3.23+ (gpt-oss and newer), Ollama's `/v1`. */
+      readonly reasoning?: string | null;
       readonly tool_calls?: ReadonlyArray<{
         readonly index?: number;
         readonly id?: string | null;
@@ -17,6 +22,7 @@ export interface ChunkLike {
     readonly prompt_tokens?: number;
     readonly completion_tokens?: number;
     readonly total_tokens?: number;
+    readonly completion_tokens_details?: { readonly reasoning_tokens?: number } | null;
   } | null;
 }
 
@@ -32,7 +38,10 @@ interface PartialCall {
  * `index` (old Ollama) and empty ids (LM Studio), per SPEC §5 and the protocol notes.
  */
 export class StreamAssembler {
-  #content = '';
+  /** The content with `<think>` blocks taken out; the reasoning from every field that carries it. */
+  readonly #think = new ThinkSplitter();
+  #fieldReasoning = '';
+  #reasoningTokens: number | undefined;
   readonly #calls: PartialCall[] = [];
   readonly #byIndex = new Map<number, PartialCall>();
   #finishReason: string | null = null;
@@ -43,20 +52,29 @@ export class StreamAssembler {
     this.#newId = newId;
   }
 
-  /** Adds a chunk; returns the text it carried and the names of calls it started. */
-  push(chunk: ChunkLike): { text: string; startedCalls: string[] } {
+  /** Adds a chunk; returns the text and reasoning it carried and the names of calls it started. */
+  push(chunk: ChunkLike): { text: string; reasoning: string; startedCalls: string[] } {
     let text = '';
+    let reasoning = '';
     const startedCalls: string[] = [];
     if (chunk.usage) {
       const prompt = chunk.usage.prompt_tokens ?? 0;
       const completion = chunk.usage.completion_tokens ?? 0;
       this.#usage = { prompt, completion, total: chunk.usage.total_tokens ?? prompt + completion };
+      const thought = chunk.usage.completion_tokens_details?.reasoning_tokens;
+      if (typeof thought === 'number') this.#reasoningTokens = thought;
     }
     for (const choice of chunk.choices ?? []) {
       const delta = choice.delta;
+      const field = delta?.reasoning_content || delta?.reasoning;
+      if (field) {
+        this.#fieldReasoning += field;
+        reasoning += field;
+      }
       if (delta?.content) {
-        this.#content += delta.content;
-        text += delta.content;
+        const split = this.#think.push(delta.content);
+        text += split.content;
+        reasoning += split.reasoning;
       }
       for (const fragment of delta?.tool_calls ?? []) {
         const call = this.#callFor(fragment.index, fragment.id ?? '');
@@ -71,7 +89,7 @@ export class StreamAssembler {
       }
       if (choice.finish_reason) this.#finishReason = choice.finish_reason;
     }
-    return { text, startedCalls };
+    return { text, reasoning, startedCalls };
   }
 
   #callFor(index: number | undefined, id: string): PartialCall {
@@ -91,10 +109,19 @@ export class StreamAssembler {
 
   result(): {
     content: string;
+    /** Present when the model reasoned, from a reasoning field or `<think>` in the content. */
+    reasoning?: string;
+    reasoningTokens?: number;
     toolCalls: ToolCall[];
     finishReason: string | null;
     usage: { prompt: number; completion: number; total: number } | null;
   } {
+    this.#think.end();
+    const tagged = this.#think.reasoning;
+    const reasoning =
+      this.#fieldReasoning + (this.#fieldReasoning !== '' && tagged !== '' ? '\n' : '') + tagged;
+    // The blank line a template leaves after `</think>` is not part of the answer.
+    const content = tagged === '' ? this.#think.content : this.#think.content.replace(/^\s+/, '');
     const toolCalls = this.#calls
       .filter((call) => call.name !== '')
       .map((call) => ({
@@ -102,6 +129,13 @@ export class StreamAssembler {
         name: call.name,
         arguments: call.arguments,
       }));
-    return { content: this.#content, toolCalls, finishReason: this.#finishReason, usage: this.#usage };
+    return {
+      content,
+      ...(reasoning === '' ? {} : { reasoning }),
+      ...(this.#reasoningTokens === undefined ? {} : { reasoningTokens: this.#reasoningTokens }),
+      toolCalls,
+      finishReason: this.#finishReason,
+      usage: this.#usage,
+    };
   }
 }

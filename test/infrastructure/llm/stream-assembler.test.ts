@@ -93,3 +93,49 @@ describe('StreamAssembler', () => {
     expect(a.result().toolCalls[0]?.id).toBe('gen_1');
   });
 });
+
+describe('StreamAssembler: reasoning (SPEC §16)', () => {
+  const chunk = (delta: Record<string, unknown>) => ({ choices: [{ delta, finish_reason: null }] });
+
+  it.each([
+    ['reasoning_content', 'LM Studio, DeepSeek-style setting (lmstudio-bug-tracker #378)'],
+    ['reasoning', 'LM Studio 0.3.23+ (gpt-oss), Ollama /v1'],
+  ])('reads delta.%s apart from the content (%s)', (field) => {
+    const assembler = new StreamAssembler();
+    const pushed = [
+      assembler.push(chunk({ role: 'assistant', content: '', [field]: 'The test ' })),
+      assembler.push(chunk({ [field]: 'expects 13.' })),
+      assembler.push(chunk({ content: 'Fixing it.' })),
+      assembler.push({
+        choices: [{ delta: {}, finish_reason: 'stop' }],
+        usage: {
+          prompt_tokens: 10,
+          completion_tokens: 20,
+          total_tokens: 30,
+          completion_tokens_details: { reasoning_tokens: 12 },
+        },
+      }),
+    ];
+    expect(pushed.map((p) => p.reasoning).join('')).toBe('The test expects 13.');
+    expect(pushed.map((p) => p.text).join('')).toBe('Fixing it.');
+    expect(assembler.result()).toMatchObject({
+      content: 'Fixing it.',
+      reasoning: 'The test expects 13.',
+      reasoningTokens: 12,
+    });
+  });
+
+  it('takes <think> out of the content across chunks, and the blank line after it', () => {
+    const assembler = new StreamAssembler();
+    for (const piece of ['<th', 'ink>plan: read a', '.rs</thi', 'nk>\n\n', 'Done.'])
+      assembler.push(chunk({ content: piece }));
+    assembler.push({ choices: [{ delta: {}, finish_reason: 'stop' }] });
+    expect(assembler.result()).toMatchObject({ content: 'Done.', reasoning: 'plan: read a.rs' });
+  });
+
+  it('has no reasoning when the model gave none', () => {
+    const assembler = new StreamAssembler();
+    assembler.push(chunk({ content: 'plain' }));
+    expect(assembler.result().reasoning).toBeUndefined();
+  });
+});

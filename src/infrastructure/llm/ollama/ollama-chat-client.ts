@@ -1,3 +1,4 @@
+import { ThinkSplitter } from '../think-splitter.ts';
 import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../../application/ports.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import type { ToolCall } from '../../../domain/messages.ts';
@@ -120,16 +121,23 @@ export class OllamaChatClient implements ChatClient {
       } catch {}
       throw new ServerFault(response.status, message || `HTTP ${response.status}`);
     }
-    let content = '';
+    // Content may still carry `<think>` when a template writes it there; `thinking` is its own field.
+    const think = new ThinkSplitter();
+    let thinking = '';
     const toolCalls: ToolCall[] = [];
     let final: ReturnType<typeof parseOllamaLine> | undefined;
     for await (const text of ndjsonLines(response.body)) {
       const line = parseOllamaLine(text);
       // A mid-stream failure is a line with an `error` field, still under HTTP 200 (errors.mdx).
       if (line.error !== undefined) throw new ServerFault(undefined, line.error);
+      if (line.thinking !== '') {
+        thinking += line.thinking;
+        onEvent({ type: 'reasoning', text: line.thinking });
+      }
       if (line.content !== '') {
-        content += line.content;
-        onEvent({ type: 'text', text: line.content });
+        const split = think.push(line.content);
+        if (split.reasoning !== '') onEvent({ type: 'reasoning', text: split.reasoning });
+        if (split.content !== '') onEvent({ type: 'text', text: split.content });
       }
       for (const call of line.toolCalls) {
         toolCalls.push({
@@ -153,8 +161,13 @@ export class OllamaChatClient implements ChatClient {
     }
     const prompt = final.promptEvalCount ?? 0;
     const completion = final.evalCount ?? 0;
+    think.end();
+    const tagged = think.reasoning;
     return {
-      content,
+      content: tagged === '' ? think.content : think.content.replace(/^\s+/, ''),
+      ...(thinking + tagged === ''
+        ? {}
+        : { reasoning: thinking + (thinking !== '' && tagged !== '' ? '\n' : '') + tagged }),
       toolCalls,
       // The native API has no 'tool_calls' reason; derive it the way Ollama's OpenAI layer does.
       finishReason:

@@ -56,6 +56,7 @@ export function toOllamaTools(tools: readonly ToolSpec[]): Record<string, unknow
 export interface OllamaLine {
   readonly error: string | undefined;
   readonly content: string;
+  readonly thinking: string;
   readonly toolCalls: readonly {
     readonly id: string | undefined;
     readonly name: string;
@@ -76,6 +77,8 @@ export function parseOllamaLine(text: string): OllamaLine {
   return {
     error: error === undefined ? undefined : typeof error === 'string' ? error : JSON.stringify(error),
     content: stringField(message, 'content') ?? '',
+    // `think` requests stream the reasoning in `message.thinking` (api.md, Ollama 0.9+).
+    thinking: stringField(message, 'thinking') ?? '',
     toolCalls: calls.flatMap((raw) => {
       const call = asRecord(raw);
       const fn = asRecord(call?.function);
