@@ -47,10 +47,14 @@ export class ReplayChatClient implements ChatClient {
       );
     }
     this.#next += 1;
+    if (recorded.reasoning) onEvent?.({ type: 'reasoning', text: recorded.reasoning });
     if (recorded.content !== '') onEvent?.({ type: 'text', text: recorded.content });
     for (const call of recorded.tool_calls) onEvent?.({ type: 'tool_call_started', name: call.name });
     return {
       content: recorded.content,
+      // A turn that only reasoned replays as one: the loop treats it the same way again.
+      ...(recorded.reasoning === undefined ? {} : { reasoning: recorded.reasoning }),
+      ...(recorded.reasoning_tokens === undefined ? {} : { reasoningTokens: recorded.reasoning_tokens }),
       toolCalls: recorded.tool_calls.map((call) => ({
         id: call.id,
         name: call.name,

@@ -9,6 +9,12 @@ import type { Style } from './style.ts';
 
 const ARG_PREVIEW = 160;
 const RESULT_PREVIEW = 200;
+const REASONING_PREVIEW = 120;
+
+/** How much of the model's reasoning progress shows: one dim line per turn, or all of it. */
+export interface ProgressOptions {
+  readonly showReasoning?: boolean;
+}
 
 /** Shows a run as it happens on stderr: steps, the model's streamed text, each tool call and its outcome. */
 export class ProgressReporter implements RunObserver {
@@ -21,9 +27,12 @@ export class ProgressReporter implements RunObserver {
   /** How the model answered the final turn: an accepted finish_task, plain text, or not at all. */
   #finalReport: 'finish_task' | 'rejected' | 'text' | undefined;
 
-  constructor(out: OutputStream, style: Style) {
+  readonly #showReasoning: boolean;
+
+  constructor(out: OutputStream, style: Style, options: ProgressOptions = {}) {
     this.#out = out;
     this.#style = style;
+    this.#showReasoning = options.showReasoning === true;
   }
 
   onText(text: string): void {
@@ -101,6 +110,15 @@ export class ProgressReporter implements RunObserver {
         break;
       }
       case 'llm_response':
+        if (event.reasoning) {
+          // Reasoning is never the answer (SPEC §16): one dim line a turn, whole with --show-reasoning.
+          const tokens =
+            event.reasoning_tokens === undefined ? '' : ` (${plural(event.reasoning_tokens, 'token')})`;
+          const text = this.#showReasoning
+            ? event.reasoning.trim()
+            : preview(event.reasoning, REASONING_PREVIEW);
+          this.#line(s.dim(`  ∴ thought${tokens}: ${text}`));
+        }
         break;
     }
   }

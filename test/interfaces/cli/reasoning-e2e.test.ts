@@ -36,14 +36,18 @@ describe('fabric run with a thinking model', () => {
     await sandbox.cleanup();
   });
 
-  async function run(script: ScriptedTurn[], flavor: 'lm_studio' | 'ollama' = 'lm_studio') {
+  async function run(
+    script: ScriptedTurn[],
+    flavor: 'lm_studio' | 'ollama' = 'lm_studio',
+    args: string[] = [],
+  ) {
     server = await startFakeLlmServer({ flavor, models: [{ id: MODEL }], script });
     const env =
       flavor === 'ollama'
         ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
         : testEnv(sandbox, server.url);
     const out = await runFabricInProcess(
-      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'convert 2 m to cm'],
+      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, ...args, 'convert 2 m to cm'],
       { env, cwd: sandbox.dir },
     );
     const result = JSON.parse(out.stdout) as RunResult;
@@ -125,6 +129,13 @@ describe('fabric run with a thinking model', () => {
     const second = JSON.stringify(server.chatRequests()[1]?.body);
     expect(second).toContain('You reasoned but did not act');
     expect(result.steps).toBe(3);
+    // Replayed from its runlog, the think-only turn is met the same way: no differences (exit 0).
+    const replay = await runFabricInProcess(
+      ['replay', result.run_id, '--execute', '--config', sandbox.configPath],
+      { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
+    );
+    expect(replay.stdout).toContain('no differences');
+    expect(replay.exitCode).toBe(0);
   });
 
   it('runs a call the model wrote inside its reasoning when the content is empty', async () => {
@@ -154,5 +165,19 @@ describe('fabric run with a thinking model', () => {
     expectClean(result);
     expect(events.some((event) => event.kind === 'tool_call_recovered')).toBe(false);
     expect(events.some((event) => event.kind === 'tool_call' && event.tool === 'shell')).toBe(false);
+  });
+
+  it("shows each turn's reasoning as one line on stderr, and whole with --show-reasoning", async () => {
+    const long = `${THOUGHT} ${'step by step '.repeat(30)}the end`;
+    const short = await run([thinking({ toolCalls: [CONVERT] }, long), FINISH]);
+    const line = short.stderr.split('\n').find((text) => text.includes('∴ thought'));
+    expect(line).toContain(THOUGHT);
+    expect(line).toContain('…');
+    expect(short.stderr).not.toContain('the end');
+    await server.stop();
+    const whole = await run([thinking({ toolCalls: [CONVERT] }, long), FINISH], 'lm_studio', [
+      '--show-reasoning',
+    ]);
+    expect(whole.stderr).toContain('the end');
   });
 });

@@ -22,6 +22,7 @@ Options:
       --max-steps N       stop after N model turns (default: the specialist's, else loop.max_steps = 30)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json              print the RunResult as one JSON object on stdout
+      --show-reasoning    print the model's reasoning whole (default: one dim line a turn)
       --events jsonl      stream the run's events (the runlog's lines) to stdout as they
                           happen, one JSON object a line; with --json the RunResult follows
   -h, --help              show this help
@@ -44,6 +45,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
     events: { type: 'string' },
+    'show-reasoning': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -83,7 +85,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       model: values.model,
       maxSteps,
       observers: [
-        new ProgressReporter(io.stderr, style),
+        new ProgressReporter(io.stderr, style, { showReasoning: values['show-reasoning'] === true }),
         ...(values.events === 'jsonl' ? [eventLines(io)] : []),
       ],
       signal: io.signal,

@@ -42,12 +42,18 @@ function item(event: RunEvent): SafeHtml {
       const usage = html`<span class="meta">${plural(event.usage.total_tokens, 'token')} · ${duration(event.latency_ms)}${
         event.attempts > 1 ? ` · ${event.attempts} attempts` : ''
       }</span>`;
+      // Reasoning is folded: it is how the model got there, not what it said (SPEC §16).
+      const reasoning = event.reasoning
+        ? html`<details class="reasoning"><summary>Reasoning${
+            event.reasoning_tokens === undefined ? '' : ` (${plural(event.reasoning_tokens, 'token')})`
+          }</summary><pre class="text">${clip(event.reasoning, SHOWN_CHARS)}</pre></details>`
+        : '';
       return li(
         event,
         '',
         event.content.trim() === ''
-          ? html`<span class="kind">Model</span> ${usage}`
-          : html`<span class="kind">Model</span> ${usage}<pre class="text">${clip(event.content, SHOWN_CHARS)}</pre>`,
+          ? html`<span class="kind">Model</span> ${usage}${reasoning}`
+          : html`<span class="kind">Model</span> ${usage}${reasoning}<pre class="text">${clip(event.content, SHOWN_CHARS)}</pre>`,
       );
     }
     case 'llm_retry':

@@ -33,4 +33,27 @@ describe("the run page's timeline", () => {
     expect(text).toContain('at most 1 step<');
     expect(text).toContain('>1 token ·');
   });
+
+  it("folds a turn's reasoning apart from what the model said, escaped", () => {
+    const events = [
+      {
+        ...stamp,
+        seq: 2,
+        kind: 'llm_response',
+        usage: { prompt_tokens: 1, completion_tokens: 5, total_tokens: 6 },
+        latency_ms: 5,
+        attempts: 1,
+        content: 'Converting.',
+        reasoning: 'The <b>user</b> wants cm.',
+        reasoning_tokens: 4,
+        tool_calls: [],
+        finish_reason: 'stop',
+      },
+    ] as unknown as RunEvent[];
+    const text = timelineItems(events).toString();
+    expect(text).toMatch(
+      /<details class="reasoning"><summary>Reasoning \(4 tokens\)<\/summary><pre class="text">The &lt;b&gt;user&lt;\/b&gt; wants cm\.<\/pre><\/details>/,
+    );
+    expect(text).toContain('<pre class="text">Converting.</pre>');
+  });
 });
