@@ -13,7 +13,16 @@ Prints a shell completion script for fabric: commands, their flags, and speciali
 
 /** Flags worth completing, per command; `--help` everywhere. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
-  run: ['--specialist', '--workspace', '--model', '--max-steps', '--config', '--json', '--events', '--show-reasoning'],
+  run: [
+    '--specialist',
+    '--workspace',
+    '--model',
+    '--max-steps',
+    '--config',
+    '--json',
+    '--events',
+    '--show-reasoning',
+  ],
   replay: ['--execute', '--workspace', '--keep', '--json', '--config'],
   runs: ['--json', '--config'],
   specialists: ['--json', '--config'],
