@@ -4,7 +4,7 @@
  */
 import type { ChatMessage, JsonSchema, ToolCall, ToolSpec, Usage } from '../domain/messages.ts';
 import type { RunEvent, RunEventInput } from '../domain/run-events.ts';
-import type { SpecialistConfig } from '../config/schema.ts';
+import type { SpecialistConfig, ThinkLevel } from '../config/schema.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Models
@@ -17,6 +17,21 @@ export interface ChatRequest {
   readonly messages: readonly ChatMessage[];
   readonly tools: readonly ToolSpec[];
   readonly signal: AbortSignal;
+  /** How to sample and think, from the model's profile (SPEC §16); absent: the server's defaults. */
+  readonly settings?: TurnSettings;
+}
+
+/**
+ * A request's sampling and thinking, as the run resolved them from the model's profile. `think`
+ * is set only for a model known to think: a server refuses it for one that does not (SPEC §16).
+ */
+export interface TurnSettings {
+  readonly temperature?: number;
+  readonly topP?: number;
+  readonly topK?: number;
+  readonly minP?: number;
+  readonly maxOutputTokens?: number;
+  readonly think?: ThinkLevel;
 }
 
 /** What a chat client reports while a request is in flight. */
@@ -72,6 +87,8 @@ export interface CatalogModel {
   readonly paramsB: number | undefined;
   readonly contextLength: number | undefined;
   readonly maxContextLength: number | undefined;
+  /** Whether the model thinks (Ollama's `thinking` capability, LM Studio's `capabilities.reasoning`); undefined when the server does not say. */
+  readonly thinking?: boolean | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

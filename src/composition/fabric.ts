@@ -154,6 +154,7 @@ export class Fabric {
         recoverTextToolCalls: config.loop.recover_text_tool_calls,
         configDigest: config.digest,
         fabricVersion: FABRIC_VERSION,
+        profiles: config.profiles,
       },
     });
   }

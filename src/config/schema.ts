@@ -65,6 +65,30 @@ export const LlmSchema = v.strictObject({
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
 });
 
+/** How hard a thinking model thinks (SPEC §16); `off` turns thinking off where the server can. */
+export const ThinkLevelSchema = v.picklist(['off', 'low', 'medium', 'high']);
+
+/**
+ * A model profile (SPEC §16): the settings a family of models runs best with, keyed in
+ * `profiles:` by a model-id glob (`qwen3*`, `*gpt-oss*`). Every key is optional: a config
+ * profile overrides the shipped one key by key.
+ */
+export const ModelProfileSchema = v.strictObject({
+  temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
+  top_p: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+  top_k: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  min_p: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+  think: v.optional(ThinkLevelSchema),
+  /** Reasoning tokens a turn may spend with no content or call before it is cut and asked again. */
+  reasoning_budget: v.optional(positiveInt),
+  /** Send the model's reasoning back with its turns (DeepSeek/GLM-style tool loops want it). */
+  pass_reasoning_back: v.optional(v.boolean()),
+  /** The context the model is run with, in tokens (Ollama num_ctx's ceiling). */
+  context_length: v.optional(positiveInt),
+  /** The most tokens one turn may write (max_tokens, Ollama num_predict). */
+  max_output_tokens: v.optional(positiveInt),
+});
+
 export const LoopSchema = v.strictObject({
   max_steps: v.optional(positiveInt, 30),
   budget_s: v.optional(positiveInt, 1800),
@@ -120,6 +144,8 @@ export const FabricConfigSchema = v.strictObject({
    */
   queue: v.optional(v.picklist(['in_process', 'postgres']), 'in_process'),
   worker: v.optional(WorkerSchema, {}),
+  /** Model profiles by model-id glob, over the shipped ones (src/config/model-profiles.ts). */
+  profiles: v.optional(v.record(nonEmpty, ModelProfileSchema), {}),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 
@@ -131,3 +157,5 @@ export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
 export type LlmConfig = v.InferOutput<typeof LlmSchema>;
 export type DaemonConfig = v.InferOutput<typeof DaemonSchema>;
 export type WorkerConfig = v.InferOutput<typeof WorkerSchema>;
+export type ModelProfile = v.InferOutput<typeof ModelProfileSchema>;
+export type ThinkLevel = v.InferOutput<typeof ThinkLevelSchema>;

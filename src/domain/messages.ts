@@ -27,6 +27,8 @@ export interface AssistantMessage {
   readonly role: 'assistant';
   readonly content: string;
   readonly toolCalls: readonly ToolCall[];
+  /** Sent back only when the model's profile asks for it (SPEC §16); never as content. */
+  readonly reasoning?: string;
 }
 export interface ToolMessage {
   readonly role: 'tool';

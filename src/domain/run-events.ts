@@ -41,6 +41,17 @@ export interface RunEventBodies {
     host?: string;
     /** What the caller labelled the run with (a battery and its cell, the daemon's task). */
     tags?: Readonly<Record<string, string>>;
+    /**
+     * The model profile the run used (SPEC §16): the globs that matched (config first), where the
+     * shipped settings come from, the settings, and the think level actually sent (absent when
+     * the model is not known to think).
+     */
+    profile?: {
+      matched: string[];
+      source?: string;
+      settings: Record<string, unknown>;
+      think_sent?: string;
+    };
   };
   llm_request: {
     step: number;

@@ -111,7 +111,13 @@ function lmStudioV1Model(model: FakeModel): Record<string, unknown> {
     // Embedding models carry no capabilities object at all.
     ...(embedding
       ? {}
-      : { capabilities: { vision: model.type === 'vlm', trained_for_tool_use: model.toolUse === true } }),
+      : {
+          capabilities: {
+            vision: model.type === 'vlm',
+            trained_for_tool_use: model.toolUse === true,
+            ...(model.thinking ? { reasoning: { allowed_options: ['off', 'on'], default: 'on' } } : {}),
+          },
+        }),
     description: null,
     variants: [`${model.id}@q4_k_m`],
     selected_variant: `${model.id}@q4_k_m`,
@@ -222,6 +228,7 @@ function ollamaCapabilities(model: FakeModel, version: string): { capabilities?:
   const capabilities = ['completion'];
   if (model.toolUse) capabilities.push('tools');
   if (model.type === 'vlm') capabilities.push('vision');
+  if (model.thinking && versionAtLeast(version, '0.9.0')) capabilities.push('thinking');
   return { capabilities };
 }
 

@@ -91,7 +91,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       const shapeError = ollamaNativeShapeError(body);
       if (shapeError) return shapeError;
     }
-    const request = body as { model?: unknown; stream?: unknown; tools?: unknown; stream_options?: unknown };
+    const request = body as {
+      model?: unknown;
+      stream?: unknown;
+      tools?: unknown;
+      stream_options?: unknown;
+      think?: unknown;
+    };
     const requested = typeof request.model === 'string' ? request.model : '';
     if (flavor === 'ollama' && requested === '') return chatError(api, 400, 'model is required');
     let model: FakeModel | undefined;
@@ -104,6 +110,15 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       const offersTools = Array.isArray(request.tools) && request.tools.length > 0;
       if (flavor === 'ollama' && offersTools && model.toolUse === false) {
         return chatError(api, 400, `${ollamaRegistryName(model.id)} does not support tools`);
+      }
+      // `think` on a model without the thinking capability is a 400 (ollama server/routes_test.go).
+      if (
+        flavor === 'ollama' &&
+        request.think !== undefined &&
+        request.think !== false &&
+        model.thinking !== true
+      ) {
+        return chatError(api, 400, `"${requested}" does not support thinking`);
       }
     }
     // A responder answers from the request itself (which model, which task, how far the

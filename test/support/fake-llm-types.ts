@@ -17,6 +17,8 @@ export interface FakeModel {
   contextLength?: number;
   /** Trained maximum (LM Studio max_context_length, Ollama model_info['<arch>.context_length']). */
   maxContextLength?: number;
+  /** A thinking model: Ollama's `thinking` capability (0.9.0+), LM Studio v1's `capabilities.reasoning`. */
+  thinking?: boolean;
 }
 
 /** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */

@@ -2,7 +2,16 @@ import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../../domain/messages.ts';
 import type { RunResult, RunStatus } from '../../domain/run-result.ts';
 import type { Conversation } from './model-turn.ts';
-import type { ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack, Tool } from '../ports.ts';
+import type { ModelProfile } from '../../config/schema.ts';
+import type {
+  ChatClient,
+  Clock,
+  RunLogStore,
+  RunObserver,
+  SpecialistPack,
+  Tool,
+  TurnSettings,
+} from '../ports.ts';
 import type { RunOwner } from '../runs/liveness-ports.ts';
 import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
@@ -36,6 +45,19 @@ export interface ExecuteTaskInput {
   readonly owner?: RunOwner;
   /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
   readonly tags?: Readonly<Record<string, string>>;
+  /** The model's profile and the settings each request is sent with (SPEC §16). */
+  readonly profile?: RunProfile;
+}
+
+/** A run's model profile as the loop uses it. */
+export interface RunProfile {
+  readonly matched: readonly string[];
+  readonly source?: string;
+  readonly settings: ModelProfile;
+  /** What each request asks of the server. */
+  readonly turn: TurnSettings;
+  /** Whether the model's reasoning goes back with its turns. */
+  readonly passReasoningBack: boolean;
 }
 
 const FINAL_TURN_GRACE_MS = 120_000;
@@ -166,6 +188,9 @@ function stepInput(
     runId,
     step: state.steps,
     recoverTextToolCalls: input.limits.recoverTextToolCalls,
+    ...(input.profile === undefined
+      ? {}
+      : { settings: input.profile.turn, passReasoningBack: input.profile.passReasoningBack }),
     finalTurn: false,
     addUsage: (usage: Usage) => {
       state.usage = addUsage(state.usage, usage);
@@ -188,6 +213,16 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     budget_s: Math.round(input.limits.budgetMs / 1000),
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
+    ...(input.profile === undefined
+      ? {}
+      : {
+          profile: {
+            matched: [...input.profile.matched],
+            ...(input.profile.source === undefined ? {} : { source: input.profile.source }),
+            settings: { ...input.profile.settings },
+            ...(input.profile.turn.think === undefined ? {} : { think_sent: input.profile.turn.think }),
+          },
+        }),
   });
 }
 

@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolSpec } from '../../domain/messages.ts';
-import type { ChatClient, ChatTurn } from '../ports.ts';
+import type { ChatClient, ChatTurn, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
 /** The conversation so far, and how much of it the last request already carried. */
@@ -19,6 +19,7 @@ export async function requestModelTurn(options: {
   step: number;
   finalTurn: boolean;
   signal: AbortSignal;
+  settings?: TurnSettings;
 }): Promise<ChatTurn> {
   const { chat, model, recorder, conversation, tools, step, finalTurn, signal } = options;
   const newMessages = conversation.messages.slice(conversation.sentCount);
@@ -41,6 +42,7 @@ export async function requestModelTurn(options: {
       // LM Studio's MLX engine rejects and Ollama ignores.
       tools,
       signal,
+      ...(options.settings === undefined ? {} : { settings: options.settings }),
     },
     (event) => {
       switch (event.type) {
@@ -95,6 +97,7 @@ export function toLogMessage(message: ChatMessage): Record<string, unknown> {
       return {
         role: 'assistant',
         content: message.content,
+        ...(message.reasoning === undefined ? {} : { reasoning: message.reasoning }),
         tool_calls: message.toolCalls.map((call) => ({
           id: call.id,
           name: call.name,

@@ -4,7 +4,8 @@
  * attach the control plane's mirror, then run the loop (`executeTask`). Every interface and
  * orchestrator starts runs through it; it reaches the world only through the ports below.
  */
-import type { SpecialistConfig } from '../../config/schema.ts';
+import { runProfileFor } from '../models/run-profile.ts';
+import type { ModelProfile, SpecialistConfig } from '../../config/schema.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
 import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
@@ -71,6 +72,8 @@ export interface RunSettings {
   readonly recoverTextToolCalls: boolean;
   readonly configDigest: string;
   readonly fabricVersion: string;
+  /** `profiles:` from the config, over the shipped ones (SPEC §16). */
+  readonly profiles?: Readonly<Record<string, ModelProfile>>;
 }
 
 /** What the run use case reaches the world through. */
@@ -237,6 +240,7 @@ export class RunStarter {
       ...(request.tags === undefined ? {} : { tags: request.tags }),
       signal: request.signal,
       runId: request.runId,
+      profile: runProfileFor(choice.model, settings.profiles),
     });
   }
 }

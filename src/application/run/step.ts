@@ -1,6 +1,6 @@
 import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/messages.ts';
 import { type Conversation, requestModelTurn } from './model-turn.ts';
-import type { ChatClient, SpecialistPack, Tool } from '../ports.ts';
+import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 import { type RecoveredCalls, recoverTextToolCalls, scanTextToolCalls } from './text-tool-calls.ts';
 import { dispatchToolCall } from './tool-dispatch.ts';
@@ -25,6 +25,10 @@ export interface StepInput {
   readonly runId: string;
   readonly step: number;
   readonly recoverTextToolCalls: boolean;
+  /** How each request samples and thinks (the model's profile). */
+  readonly settings?: TurnSettings;
+  /** Send the turn's reasoning back with it (the profile says the model wants it). */
+  readonly passReasoningBack?: boolean;
   readonly finalTurn: boolean;
   readonly signal: AbortSignal;
   addUsage(usage: Usage): void;
@@ -79,6 +83,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     step,
     finalTurn: input.finalTurn,
     signal: input.signal,
+    ...(input.settings === undefined ? {} : { settings: input.settings }),
   });
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;
@@ -144,7 +149,12 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     await recorder.record({ kind: 'text_fallback', step, content: text });
     return { kind: 'finished', payload: { summary: text }, via: 'text' };
   }
-  const assistant: AssistantMessage = { role: 'assistant', content: assistantContent, toolCalls: calls };
+  const assistant: AssistantMessage = {
+    role: 'assistant',
+    content: assistantContent,
+    toolCalls: calls,
+    ...(input.passReasoningBack === true && reasoning.trim() !== '' ? { reasoning } : {}),
+  };
   conversation.messages.push(assistant);
   const context = { runId: input.runId, step, signal: input.signal };
   for (const call of calls) {

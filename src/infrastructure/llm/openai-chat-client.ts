@@ -14,6 +14,7 @@ import type {
   ChatRequest,
   ChatStreamEvent,
   ChatTurn,
+  TurnSettings,
 } from '../../application/ports.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { RetryPolicy } from './backoff.ts';
@@ -97,7 +98,7 @@ export class OpenAiChatClient implements ChatClient {
       tools: toOpenAiTools(request.tools),
       stream: true,
       stream_options: { include_usage: true },
-      ...(this.#options.temperature === undefined ? {} : { temperature: this.#options.temperature }),
+      ...samplingParams(request.settings, this.#options.temperature),
     };
     // The request's own controller: the timeout and the caller's signal both abort it.
     const controller = new AbortController();
@@ -220,4 +221,22 @@ function parseJson(text: string): unknown {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * The profile's sampler as OpenAI-compatible fields (SPEC §16); `llm.temperature` only for a
+ * model no profile sets one for. `top_k` and `min_p` are extensions LM Studio and Ollama's `/v1`
+ * read; thinking goes as `reasoning_effort` (a level; `off` is not an effort, so nothing is sent).
+ */
+function samplingParams(settings: TurnSettings | undefined, fallbackTemperature: number | undefined) {
+  const temperature = settings?.temperature ?? fallbackTemperature;
+  const think = settings?.think;
+  return {
+    ...(temperature === undefined ? {} : { temperature }),
+    ...(settings?.topP === undefined ? {} : { top_p: settings.topP }),
+    ...(settings?.topK === undefined ? {} : { top_k: settings.topK }),
+    ...(settings?.minP === undefined ? {} : { min_p: settings.minP }),
+    ...(settings?.maxOutputTokens === undefined ? {} : { max_tokens: settings.maxOutputTokens }),
+    ...(think === undefined || think === 'off' ? {} : { reasoning_effort: think }),
+  };
 }

@@ -12,18 +12,23 @@ function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
       return { role: 'system', content: message.content };
     case 'user':
       return { role: 'user', content: message.content };
-    case 'assistant':
-      if (message.toolCalls.length === 0) return { role: 'assistant', content: message.content };
+    case 'assistant': {
+      // Reasoning goes back only when the profile asks (SPEC §16), in the DeepSeek-style field.
+      const reasoning = message.reasoning === undefined ? {} : { reasoning_content: message.reasoning };
+      if (message.toolCalls.length === 0)
+        return { role: 'assistant', content: message.content, ...reasoning };
       return {
         role: 'assistant',
         // Some local servers reject `null` content; an empty string is accepted everywhere.
         content: message.content,
+        ...reasoning,
         tool_calls: message.toolCalls.map((call) => ({
           id: call.id,
           type: 'function',
           function: { name: call.name, arguments: wireArguments(call.arguments) },
         })),
       };
+    }
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
   }

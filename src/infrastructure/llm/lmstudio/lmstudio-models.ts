@@ -39,6 +39,9 @@ export function parseV1Models(body: unknown, baseUrl: string): CatalogModel[] | 
         id,
         type,
         toolUse: typeof tools === 'boolean' ? tools : undefined,
+        // `capabilities.reasoning` (`{allowed_options, default}`) is documented but not always
+        // there (lmstudio-bug-tracker #1659): present means it thinks, absent means unknown.
+        ...(capabilities?.reasoning === undefined ? {} : { thinking: true }),
         loaded: Array.isArray(entry.loaded_instances) ? instances.length > 0 : undefined,
         paramsB: parseParamSize(stringField(entry, 'params_string')),
         // The usable window is the loaded one, not the trained maximum (goose#8399).

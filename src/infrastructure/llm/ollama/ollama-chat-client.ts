@@ -1,5 +1,12 @@
 import { ThinkSplitter } from '../think-splitter.ts';
-import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../../application/ports.ts';
+import type {
+  ChatClient,
+  ChatRequest,
+  ChatStreamEvent,
+  ChatTurn,
+  TurnSettings,
+} from '../../../application/ports.ts';
+import type { ThinkLevel } from '../../../config/schema.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import type { ToolCall } from '../../../domain/messages.ts';
 import type { RetryPolicy } from '../backoff.ts';
@@ -98,8 +105,10 @@ export class OllamaChatClient implements ChatClient {
   async #attempt(request: ChatRequest, numCtx: number, onEvent: (event: ChatStreamEvent) => void) {
     const timeout = AbortSignal.timeout(this.#options.requestTimeoutMs);
     const signal = AbortSignal.any([request.signal, timeout]);
-    const options: Record<string, number> = { num_ctx: numCtx };
-    if (this.#options.temperature !== undefined) options.temperature = this.#options.temperature;
+    const options: Record<string, number> = { num_ctx: numCtx, ...ollamaSampling(request.settings) };
+    const temperature = request.settings?.temperature ?? this.#options.temperature;
+    if (temperature !== undefined) options.temperature = temperature;
+    const thinkParam = ollamaThink(request.model, request.settings?.think);
     const response = await fetch(`${this.#options.baseUrl}/api/chat`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -110,6 +119,7 @@ export class OllamaChatClient implements ChatClient {
         tools: toOllamaTools(request.tools),
         stream: true,
         options,
+        ...(thinkParam === undefined ? {} : { think: thinkParam }),
         truncate: false,
       }),
     });
@@ -193,4 +203,25 @@ async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<st
   }
   const rest = (buffer + decoder.decode()).trim();
   if (rest !== '') yield rest;
+}
+
+/** The profile's sampler as Ollama options (SPEC §16); the temperature is set by the caller. */
+function ollamaSampling(settings: TurnSettings | undefined): Record<string, number> {
+  return {
+    ...(settings?.topP === undefined ? {} : { top_p: settings.topP }),
+    ...(settings?.topK === undefined ? {} : { top_k: settings.topK }),
+    ...(settings?.minP === undefined ? {} : { min_p: settings.minP }),
+    ...(settings?.maxOutputTokens === undefined ? {} : { num_predict: settings.maxOutputTokens }),
+  };
+}
+
+/**
+ * Ollama's `think`: a level for models that take levels (gpt-oss takes levels only, `true`
+ * meaning medium), else a boolean. Only set for a model known to think (the run decides);
+ * `think: true` on one that does not is a 400 (`"…" does not support thinking`).
+ */
+export function ollamaThink(model: string, level: ThinkLevel | undefined): boolean | string | undefined {
+  if (level === undefined) return undefined;
+  if (/gpt-oss/i.test(model)) return level === 'off' ? 'low' : level;
+  return level !== 'off';
 }

@@ -93,6 +93,8 @@ export function toCatalogModel(
     paramsB: parseParamSize(facts.parameterSize),
     contextLength: live?.contextLength,
     maxContextLength: facts.trainedContext,
+    // `thinking` since Ollama 0.9.0: the only safe reason to send `think` (else a 400).
+    thinking: caps === undefined ? undefined : caps.includes('thinking'),
   };
 }
 

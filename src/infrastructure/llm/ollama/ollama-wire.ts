@@ -17,10 +17,11 @@ function toOllamaMessage(message: ChatMessage): Record<string, unknown> {
       return { role: message.role, content: message.content };
     case 'assistant':
       return message.toolCalls.length === 0
-        ? { role: 'assistant', content: message.content }
+        ? { role: 'assistant', content: message.content, ...thinkingOf(message) }
         : {
             role: 'assistant',
             content: message.content,
+            ...thinkingOf(message),
             tool_calls: message.toolCalls.map((call) => ({
               id: call.id,
               function: { name: call.name, arguments: argumentsObject(call.arguments) },
@@ -94,4 +95,9 @@ export function parseOllamaLine(text: string): OllamaLine {
     promptEvalCount: numberField(record, 'prompt_eval_count'),
     evalCount: numberField(record, 'eval_count'),
   };
+}
+
+/** An assistant turn's reasoning, sent back in `thinking` only when the profile asked (SPEC §16). */
+function thinkingOf(message: { readonly reasoning?: string }): { thinking?: string } {
+  return message.reasoning === undefined ? {} : { thinking: message.reasoning };
 }
