@@ -1,11 +1,28 @@
 /** How backends and their models are shown as JSON, the same by the CLI and the HTTP API. */
 import type { BackendProbe, CatalogModel } from '../ports.ts';
 import { isCandidate } from './resolve-model.ts';
+import { runProfileFor } from './run-profile.ts';
+import type { ModelProfile } from '../../config/schema.ts';
 
-/** A backend and every model it has (`fabric models --json`, `GET /v1/models`). */
+/** A model's profile as shown (SPEC §16): the globs that matched, its settings, the think level a run sends. */
+export function profileView(
+  model: Pick<CatalogModel, 'id' | 'thinking'>,
+  profiles: Readonly<Record<string, ModelProfile>>,
+) {
+  const profile = runProfileFor(model, profiles);
+  return {
+    matched: profile.matched,
+    source: profile.source ?? null,
+    settings: profile.settings,
+    think_sent: profile.turn.think ?? null,
+  };
+}
+
+/** A backend and every model it has (`fabric models --json`, `GET /v1/models`), with each model's profile. */
 export function backendModelsView(
   probe: BackendProbe,
   isChosen: (model: CatalogModel) => boolean = () => false,
+  profiles: Readonly<Record<string, ModelProfile>> = {},
 ) {
   return {
     backend: probe.backend,
@@ -21,6 +38,8 @@ export function backendModelsView(
       params_b: model.paramsB ?? null,
       context_length: model.contextLength ?? null,
       max_context_length: model.maxContextLength ?? null,
+      thinking: model.thinking ?? null,
+      profile: profileView(model, profiles),
       chosen: isChosen(model),
     })),
   };

@@ -24,7 +24,10 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
     // Choosing is a pure function of the probes, so every specialist's choice costs nothing more.
     const chosen: Record<string, unknown> = {};
     for (const { name } of fabric.registry.list()) chosen[name] = chooseFor(fabric, probes, name);
-    return c.json({ backends: probes.map((probe) => backendModelsView(probe)), chosen });
+    return c.json({
+      backends: probes.map((probe) => backendModelsView(probe, undefined, fabric.config.profiles)),
+      chosen,
+    });
   });
 
   app.get('/health', async (c) => {

@@ -73,6 +73,14 @@ describe('fabric models', () => {
       params_b: 30,
       context_length: 8192,
       max_context_length: 262144,
+      // The catalog does not say whether it thinks; the profile its publisher recommends (SPEC §16).
+      thinking: null,
+      profile: {
+        matched: ['*qwen3*coder*'],
+        source: 'Qwen3-Coder model card, Best Practices',
+        settings: { temperature: 0.7, top_p: 0.8, top_k: 20 },
+        think_sent: null,
+      },
       chosen: true,
     });
     expect(out.backends[1].error).toMatch(/fetch failed|ECONNREFUSED/);

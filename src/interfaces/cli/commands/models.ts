@@ -2,7 +2,8 @@ import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
 import type { ModelChoice } from '../../../application/models/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { backendModelsView } from '../../../application/models/backend-views.ts';
+import { backendModelsView, profileView } from '../../../application/models/backend-views.ts';
+import type { ModelProfile } from '../../../config/schema.ts';
 import { Fabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -59,9 +60,9 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
     failure = error;
   }
   if (values.json) {
-    io.stdout.write(`${JSON.stringify(modelsJson(probes, choice, failure))}\n`);
+    io.stdout.write(`${JSON.stringify(modelsJson(probes, choice, failure, config.profiles))}\n`);
   } else {
-    writeText(io, probes, choice, failure);
+    writeText(io, probes, choice, failure, config.profiles);
   }
   return choice === undefined ? EXIT.noModel : EXIT.ok;
 }
@@ -74,9 +75,10 @@ function modelsJson(
   probes: readonly BackendProbe[],
   choice: ModelChoice | undefined,
   failure: FabricError | undefined,
+  profiles: Readonly<Record<string, ModelProfile>>,
 ) {
   return {
-    backends: probes.map((probe) => backendModelsView(probe, (model) => isChosen(model, choice))),
+    backends: probes.map((probe) => backendModelsView(probe, (model) => isChosen(model, choice), profiles)),
     chosen:
       choice === undefined
         ? null
@@ -95,6 +97,7 @@ function writeText(
   probes: readonly BackendProbe[],
   choice: ModelChoice | undefined,
   failure: FabricError | undefined,
+  profiles: Readonly<Record<string, ModelProfile>>,
 ): void {
   const style = styleFor(io.stdout, io.env);
   for (const probe of probes) {
@@ -109,7 +112,9 @@ function writeText(
     const width = Math.max(0, ...probe.models.map((model) => model.id.length));
     for (const model of probe.models) {
       const mark = isChosen(model, choice) ? style.green('*') : ' ';
-      io.stdout.write(`  ${mark} ${model.id.padEnd(width)}  ${describe(model)}\n`);
+      io.stdout.write(
+        `  ${mark} ${model.id.padEnd(width)}  ${describe(model)}  ${profileLine(model, profiles)}\n`,
+      );
     }
     io.stdout.write('\n');
   }
@@ -118,6 +123,14 @@ function writeText(
       `${style.bold('Would use')} ${choice.model.id} on ${choice.model.backend} ${choice.model.baseUrl}\n`,
     );
     io.stdout.write(style.dim(`  why: ${choice.reason}\n`));
+    const profile = profileView(choice.model, profiles);
+    io.stdout.write(
+      style.dim(
+        `  profile: ${profile.matched.length === 0 ? 'none (the server decides)' : profile.matched.join(' over ')}${
+          profile.source === null ? '' : ` (${profile.source})`
+        }\n`,
+      ),
+    );
   } else if (failure !== undefined) {
     io.stdout.write(`${style.red('No model would be chosen.')} ${failure.message}\n`);
   }
@@ -129,4 +142,19 @@ function describe(model: CatalogModel): string {
   const ctx = `ctx ${model.contextLength ?? '?'}/${model.maxContextLength ?? '?'}`;
   const size = model.paramsB === undefined ? 'size ?' : `${Number(model.paramsB.toPrecision(3))}B`;
   return [model.type.padEnd(9), tools.padEnd(8), loaded.padEnd(10), ctx, size].join('  ');
+}
+
+/** The profile a run of this model would use, in a few words: sampler, think sent. */
+function profileLine(model: CatalogModel, profiles: Readonly<Record<string, ModelProfile>>): string {
+  const view = profileView(model, profiles);
+  if (view.matched.length === 0) return 'profile -';
+  const { temperature, top_p, top_k } = view.settings;
+  const sampler = [
+    temperature === undefined ? '' : `t ${temperature}`,
+    top_p === undefined ? '' : `top_p ${top_p}`,
+    top_k === undefined ? '' : `top_k ${top_k}`,
+  ].filter(Boolean);
+  const think =
+    view.think_sent === null ? (model.thinking === true ? 'think -' : '') : `think ${view.think_sent}`;
+  return `profile ${view.matched[0]}${sampler.length === 0 && think === '' ? '' : ` (${[...sampler, think].filter(Boolean).join(', ')})`}`;
 }

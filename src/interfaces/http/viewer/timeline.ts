@@ -18,6 +18,21 @@ export function timelineItems(events: readonly RunEvent[], afterSeq = 0): SafeHt
   return html`${parts}`;
 }
 
+/** The model profile a run used (SPEC §16), folded: the globs, the think level sent, the settings. */
+function profileOf(event: Extract<RunEvent, { kind: 'run_start' }>): SafeHtml | string {
+  const profile = event.profile;
+  if (profile === undefined) return '';
+  const settings = Object.entries(profile.settings)
+    .map(([key, value]) => `${key}: ${String(value)}`)
+    .join(', ');
+  const name = profile.matched.length === 0 ? 'none' : profile.matched.join(' over ');
+  return html`<details class="profile"><summary>Profile ${name}${
+    profile.think_sent === undefined ? '' : ` · think ${profile.think_sent}`
+  }</summary><p class="meta">${settings === '' ? 'the server decides' : settings}${
+    profile.source === undefined ? '' : ` · from ${profile.source}`
+  }</p></details>`;
+}
+
 function li(event: RunEvent, tone: string, body: SafeHtml): SafeHtml {
   return html`<li id="e${event.seq}" class="${tone}" data-kind="${event.kind}">${body}</li>\n`;
 }
@@ -28,7 +43,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         '',
-        html`<span class="kind">Started</span> <span class="meta">${event.specialist} · ${event.model} (${event.backend}) · at most ${plural(event.max_steps, 'step')}</span><pre>${clip(event.task, SHOWN_CHARS)}</pre>`,
+        html`<span class="kind">Started</span> <span class="meta">${event.specialist} · ${event.model} (${event.backend}) · at most ${plural(event.max_steps, 'step')}</span>${profileOf(event)}<pre>${clip(event.task, SHOWN_CHARS)}</pre>`,
       );
     case 'llm_request':
       return li(

@@ -56,4 +56,28 @@ describe("the run page's timeline", () => {
     );
     expect(text).toContain('<pre class="text">Converting.</pre>');
   });
+
+  it('shows the model profile a run used, folded', () => {
+    const events = [
+      {
+        ...stamp,
+        seq: 1,
+        kind: 'run_start',
+        specialist: 'units',
+        model: 'qwen3:8b',
+        backend: 'ollama',
+        max_steps: 5,
+        task: 't',
+        profile: {
+          matched: ['*qwen3*'],
+          source: 'Qwen3 model card',
+          settings: { temperature: 0.6, think: 'medium' },
+          think_sent: 'medium',
+        },
+      },
+    ] as unknown as RunEvent[];
+    const text = timelineItems(events).toString();
+    expect(text).toContain('<summary>Profile *qwen3* · think medium</summary>');
+    expect(text).toContain('temperature: 0.6, think: medium · from Qwen3 model card');
+  });
 });
