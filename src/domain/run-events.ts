@@ -77,6 +77,17 @@ export interface RunEventBodies {
     attempts: number;
     backend: string;
   };
+  /**
+   * A turn that reasoned past its profile's budget with no content or call was cut off and is
+   * asked again once, a think level lower (SPEC §16).
+   */
+  reasoning_cut: {
+    step: number;
+    reasoning_chars: number;
+    budget_tokens: number;
+    think_before?: string;
+    think_after?: string;
+  };
   llm_retry: {
     step: number;
     attempt: number;

@@ -196,6 +196,11 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
         ? ollamaNativeStream(reply, ctx)
         : openAiStreamFrames(reply, turn.stream ?? defaultStyle(flavor), ctx);
     const contentType = api === 'native' ? 'application/x-ndjson' : 'text/event-stream';
+    if ('endless' in turn && turn.endless) {
+      // Thinking that never ends (ollama #12606): the reasoning streams, then nothing, the
+      // connection held open until the client gives up.
+      return { kind: 'stream', contentType, frames: frames.body, cut: false, hold: true };
+    }
     if (cutAfter !== undefined) {
       // A non-streaming request that is cut gets no bytes at all, like a server dying mid-generation.
       const sent = ctx.stream ? frames.body.slice(0, cutAfter) : [];
@@ -275,6 +280,7 @@ async function write(res: ServerResponse, answer: Answer): Promise<void> {
     // Yield between frames so they reach the client as separate reads, as a real token stream does.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
+  if (answer.hold) return; // the socket stays open until the client aborts or stop() runs
   if (answer.cut) res.socket?.destroy();
   else res.end();
 }

@@ -54,7 +54,7 @@ export type StreamStyle = 'openai' | 'lmstudio_legacy' | 'ollama';
 
 /** One scripted answer to one chat request, consumed in order. */
 export type ScriptedTurn =
-  | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number }
+  | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number; endless?: boolean }
   | { status: number; body: unknown; contentType?: string }
   | { cutAfterChunks: number; reply: ScriptedReply; stream?: StreamStyle }
   | { sseError: unknown }
@@ -119,5 +119,5 @@ export interface FakeChatMessage {
 export type Answer =
   | { kind: 'body'; status: number; contentType: string; body: string }
   /** frames are written one by one; cut destroys the socket after them instead of ending the response. */
-  | { kind: 'stream'; contentType: string; frames: string[]; cut: boolean }
+  | { kind: 'stream'; contentType: string; frames: string[]; cut: boolean; hold?: boolean }
   | { kind: 'hang' };

@@ -141,6 +141,13 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
         tone: 'warn',
         text: `↻ retry ${event.attempt} in ${event.delay_ms} ms: ${preview(event.reason)}`,
       };
+    case 'reasoning_cut':
+      return {
+        tone: 'warn',
+        text: `✂ reasoning cut at ${event.reasoning_chars} characters (budget ${event.budget_tokens} tokens)${
+          event.think_after === undefined ? '' : `; asked again at think ${event.think_after}`
+        }`,
+      };
     case 'tool_call_recovered':
       return {
         tone: 'warn',

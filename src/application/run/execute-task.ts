@@ -190,7 +190,13 @@ function stepInput(
     recoverTextToolCalls: input.limits.recoverTextToolCalls,
     ...(input.profile === undefined
       ? {}
-      : { settings: input.profile.turn, passReasoningBack: input.profile.passReasoningBack }),
+      : {
+          settings: input.profile.turn,
+          passReasoningBack: input.profile.passReasoningBack,
+          ...(input.profile.settings.reasoning_budget === undefined
+            ? {}
+            : { reasoningBudget: input.profile.settings.reasoning_budget }),
+        }),
     finalTurn: false,
     addUsage: (usage: Usage) => {
       state.usage = addUsage(state.usage, usage);

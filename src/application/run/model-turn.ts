@@ -1,4 +1,5 @@
 import type { ChatMessage, ToolSpec } from '../../domain/messages.ts';
+import type { ThinkLevel } from '../../config/schema.ts';
 import type { ChatClient, ChatTurn, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
@@ -9,8 +10,8 @@ export interface Conversation {
   sentCount: number;
 }
 
-/** Sends one request and records `llm_request`, `llm_retry`s and `llm_response`. */
-export async function requestModelTurn(options: {
+/** What one model turn is asked with. */
+export interface ModelTurnOptions {
   chat: ChatClient;
   model: string;
   recorder: RunRecorder;
@@ -20,8 +21,62 @@ export async function requestModelTurn(options: {
   finalTurn: boolean;
   signal: AbortSignal;
   settings?: TurnSettings;
-}): Promise<ChatTurn> {
-  const { chat, model, recorder, conversation, tools, step, finalTurn, signal } = options;
+  /**
+   * Reasoning tokens a turn may spend before any content or call (the profile's
+   * `reasoning_budget`); past it the turn is cut and asked again once, a think level lower.
+   */
+  reasoningBudget?: number;
+}
+
+/** Characters per token, for a budget counted while the reasoning streams (no tokenizer here). */
+const CHARS_PER_TOKEN = 4;
+
+/** One level lower: high → medium → low → off. */
+const LOWER: Readonly<Record<ThinkLevel, ThinkLevel>> = {
+  high: 'medium',
+  medium: 'low',
+  low: 'off',
+  off: 'off',
+};
+
+/**
+ * Sends one request and records `llm_request`, `llm_retry`s and `llm_response`. A turn that
+ * reasons past the budget with no content and no call is cut, recorded (`reasoning_cut`) and
+ * asked again once at a lower think level (SPEC §16).
+ */
+export async function requestModelTurn(options: ModelTurnOptions): Promise<ChatTurn> {
+  const budget = options.reasoningBudget;
+  if (budget === undefined) return whole(await attemptTurn(options, undefined));
+  const cut = await attemptTurn(options, budget * CHARS_PER_TOKEN);
+  if (!('cutAt' in cut)) return cut;
+  const before = options.settings?.think;
+  const after = before === undefined ? undefined : LOWER[before];
+  await options.recorder.record({
+    kind: 'reasoning_cut',
+    step: options.step,
+    reasoning_chars: cut.cutAt,
+    budget_tokens: budget,
+    ...(before === undefined ? {} : { think_before: before }),
+    ...(after === undefined ? {} : { think_after: after }),
+  });
+  const settings =
+    options.settings === undefined
+      ? undefined
+      : { ...options.settings, ...(after === undefined ? {} : { think: after }) };
+  return whole(await attemptTurn({ ...options, ...(settings === undefined ? {} : { settings }) }, undefined));
+}
+
+/** A turn asked without a budget is never cut. */
+function whole(turn: ChatTurn | { readonly cutAt: number }): ChatTurn {
+  if ('cutAt' in turn) throw new Error('a turn asked without a reasoning budget was cut');
+  return turn;
+}
+
+async function attemptTurn(
+  options: ModelTurnOptions,
+  budgetChars: number | undefined,
+): Promise<ChatTurn | { readonly cutAt: number }> {
+  const { chat, model, recorder, conversation, tools, step, finalTurn } = options;
   const newMessages = conversation.messages.slice(conversation.sentCount);
   conversation.sentCount = conversation.messages.length;
   await recorder.record({
@@ -34,38 +89,57 @@ export async function requestModelTurn(options: {
     new_messages: newMessages.map(toLogMessage),
   });
   const retries: Promise<unknown>[] = [];
-  const turn = await chat.complete(
-    {
-      model,
-      messages: [...conversation.messages],
-      // The final turn offers finish_task alone rather than `tool_choice: required`, which
-      // LM Studio's MLX engine rejects and Ollama ignores.
-      tools,
-      signal,
-      ...(options.settings === undefined ? {} : { settings: options.settings }),
-    },
-    (event) => {
-      switch (event.type) {
-        case 'text':
-          recorder.text(event.text);
-          break;
-        case 'tool_call_started':
-          recorder.toolCallStarted(event.name);
-          break;
-        case 'retry':
-          retries.push(
-            recorder.record({
-              kind: 'llm_retry',
-              step,
-              attempt: event.attempt,
-              delay_ms: event.delayMs,
-              reason: event.reason,
-            }),
-          );
-          break;
-      }
-    },
-  );
+  // The turn's own controller: the run's signal, or the budget, ends the request.
+  const budget = new AbortController();
+  const signal =
+    budgetChars === undefined ? options.signal : AbortSignal.any([options.signal, budget.signal]);
+  let reasoned = 0;
+  let acted = false;
+  let turn: ChatTurn;
+  try {
+    turn = await chat.complete(
+      {
+        model,
+        messages: [...conversation.messages],
+        // The final turn offers finish_task alone rather than `tool_choice: required`, which
+        // LM Studio's MLX engine rejects and Ollama ignores.
+        tools,
+        signal,
+        ...(options.settings === undefined ? {} : { settings: options.settings }),
+      },
+      (event) => {
+        switch (event.type) {
+          case 'text':
+            if (event.text.trim() !== '') acted = true;
+            recorder.text(event.text);
+            break;
+          case 'reasoning':
+            reasoned += event.text.length;
+            if (budgetChars !== undefined && !acted && reasoned > budgetChars) budget.abort();
+            break;
+          case 'tool_call_started':
+            acted = true;
+            recorder.toolCallStarted(event.name);
+            break;
+          case 'retry':
+            retries.push(
+              recorder.record({
+                kind: 'llm_retry',
+                step,
+                attempt: event.attempt,
+                delay_ms: event.delayMs,
+                reason: event.reason,
+              }),
+            );
+            break;
+        }
+      },
+    );
+  } catch (error) {
+    await Promise.all(retries);
+    if (budget.signal.aborted && !options.signal.aborted) return { cutAt: reasoned };
+    throw error;
+  }
   await Promise.all(retries);
   await recorder.record({
     kind: 'llm_response',

@@ -29,6 +29,8 @@ export interface StepInput {
   readonly settings?: TurnSettings;
   /** Send the turn's reasoning back with it (the profile says the model wants it). */
   readonly passReasoningBack?: boolean;
+  /** Reasoning tokens a turn may spend before acting (the profile's `reasoning_budget`). */
+  readonly reasoningBudget?: number;
   readonly finalTurn: boolean;
   readonly signal: AbortSignal;
   addUsage(usage: Usage): void;
@@ -84,6 +86,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     finalTurn: input.finalTurn,
     signal: input.signal,
     ...(input.settings === undefined ? {} : { settings: input.settings }),
+    ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
   });
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;

@@ -63,6 +63,17 @@ export class ProgressReporter implements RunObserver {
       case 'llm_retry':
         this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
         break;
+      case 'reasoning_cut':
+        this.#line(
+          s.yellow(
+            `  ✂ reasoning cut past ${plural(event.budget_tokens, 'token')}${
+              event.think_after === undefined
+                ? '; asking again'
+                : `; asking again at think ${event.think_after}`
+            }`,
+          ),
+        );
+        break;
       case 'tool_call_recovered':
         this.#line(s.yellow(`  ⚑ ${describeRecovered(event)}`));
         break;

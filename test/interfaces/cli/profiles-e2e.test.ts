@@ -131,4 +131,28 @@ describe('fabric run with model profiles', () => {
     expect(kept).not.toHaveProperty('reasoning_content');
     expect(JSON.stringify(qwen.bodies[1])).not.toContain('I convert first.');
   });
+
+  it('cuts a turn that thinks past the budget, and asks again once a think level lower', async () => {
+    const endless: ScriptedTurn = {
+      reply: { content: '', reasoning: 'Let me think about units. '.repeat(40) },
+      endless: true,
+    };
+    const { result, events, bodies } = await run(
+      'lm_studio',
+      { id: 'qwen/qwen3-32b', thinking: true },
+      { profiles: { 'qwen3*': { reasoning_budget: 50 } }, script: [endless, CONVERT, FINISH] },
+    );
+    expect(result.status).toBe('succeeded');
+    expect(events.find((event) => event.kind === 'reasoning_cut')).toMatchObject({
+      step: 1,
+      budget_tokens: 50,
+      think_before: 'medium',
+      think_after: 'low',
+    });
+    expect(bodies.map((body) => body.reasoning_effort)).toEqual(['medium', 'low', 'medium']);
+    // The cut turn asked nothing of the tools: the retry's answer is step 1's.
+    expect(events.filter((event) => event.kind === 'llm_response').map((event) => event.step)).toEqual([
+      1, 2,
+    ]);
+  });
 });

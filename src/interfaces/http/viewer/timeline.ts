@@ -77,6 +77,14 @@ function item(event: RunEvent): SafeHtml {
         'warn',
         html`<span class="kind">Retry ${event.attempt}</span> <span class="meta">in ${duration(event.delay_ms)}</span>: ${event.reason}`,
       );
+    case 'reasoning_cut':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Reasoning cut</span> <span class="meta">at ${event.reasoning_chars} characters, budget ${plural(event.budget_tokens, 'token')}</span>${
+          event.think_after === undefined ? '' : `: asked again at think ${event.think_after}`
+        }`,
+      );
     case 'tool_call_recovered':
       return li(
         event,
