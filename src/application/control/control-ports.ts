@@ -21,6 +21,9 @@ export interface ModelCallRecord {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
   readonly total_tokens: number;
+  /** What the call spent reasoning (SPEC §16): the server's count when it gives one, and the text's length; null when it did not reason. */
+  readonly reasoning_tokens?: number | null;
+  readonly reasoning_chars?: number | null;
   readonly ts: string;
 }
 

@@ -181,6 +181,14 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 8,
+    name: 'agent_run: what each model call spent reasoning (SPEC §16)',
+    statements: [
+      'alter table control.agent_run add column reasoning_tokens integer',
+      'alter table control.agent_run add column reasoning_chars integer',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

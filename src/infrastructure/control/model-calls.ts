@@ -63,6 +63,8 @@ export class ModelCallTracker {
           prompt_tokens: event.usage.prompt_tokens,
           completion_tokens: event.usage.completion_tokens,
           total_tokens: event.usage.total_tokens,
+          reasoning_tokens: event.reasoning_tokens ?? null,
+          reasoning_chars: event.reasoning === undefined ? null : event.reasoning.length,
         };
       }
       case 'llm_retry':

@@ -46,7 +46,7 @@ export async function queryRunEvents(db: SqlQuery, runId: string, afterSeq = 0):
 export async function queryModelCalls(db: SqlQuery, runId: string): Promise<ModelCallRecord[]> {
   const rows = await db.query<Omit<ModelCallRecord, 'ts' | 'tool'> & { ts: Date; tool: BackendKind }>(
     `select run_id, seq, step, tool, model, latency_ms, success, error_reason, prompt_tokens,
-       completion_tokens, total_tokens, ts
+       completion_tokens, total_tokens, reasoning_tokens, reasoning_chars, ts
      from control.agent_run where run_id = $1 order by seq`,
     [runId],
   );

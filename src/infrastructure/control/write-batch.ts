@@ -76,12 +76,13 @@ events_written as (
 ),
 calls_written as (
   insert into control.agent_run (run_id, seq, step, tool, model, latency_ms, success,
-    error_reason, prompt_tokens, completion_tokens, total_tokens, ts)
+    error_reason, prompt_tokens, completion_tokens, total_tokens, reasoning_tokens, reasoning_chars, ts)
   select r.run_id, r.seq, r.step, r.tool, r.model, r.latency_ms, r.success, r.error_reason,
-    r.prompt_tokens, r.completion_tokens, r.total_tokens, r.ts
+    r.prompt_tokens, r.completion_tokens, r.total_tokens, r.reasoning_tokens, r.reasoning_chars, r.ts
   from batch, jsonb_to_recordset(batch.doc->'calls') as r(run_id text, seq integer, step integer,
     tool text, model text, latency_ms integer, success boolean, error_reason text,
-    prompt_tokens integer, completion_tokens integer, total_tokens integer, ts timestamptz)
+    prompt_tokens integer, completion_tokens integer, total_tokens integer,
+    reasoning_tokens integer, reasoning_chars integer, ts timestamptz)
   on conflict (run_id, seq) do nothing
   returning 1
 )

@@ -9,6 +9,7 @@ import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts'
 import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
 import { buildExports, exportAll } from '../../../src/infrastructure/control/exports.ts';
 import { SCHEMA_VERSION } from '../../../src/infrastructure/control/migrations.ts';
+import { ModelCallTracker } from '../../../src/infrastructure/control/model-calls.ts';
 import { SqlControlStore } from '../../../src/infrastructure/control/sql-control-store.ts';
 import { syncRunlogs } from '../../../src/infrastructure/control/sync.ts';
 import { FileRunLogStore } from '../../../src/infrastructure/runlog/file-run-log-store.ts';
@@ -112,6 +113,28 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
         ]);
         expect(calls[0]).toMatchObject({ model: 'qwen2.5-coder-7b', prompt_tokens: 100, total_tokens: 120 });
         expect(calls[0]?.ts).toBe(events[2]?.ts);
+      });
+    });
+
+    it('keeps what each model call spent reasoning (SPEC §16)', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const id = runId('reasoning');
+        const thinking = succeededRun().map((input) =>
+          input.kind === 'llm_response' && input.step === 1
+            ? { ...input, reasoning: 'Twelve characters.'.slice(0, 12), reasoning_tokens: 3 }
+            : input,
+        );
+        const events = await writeRunlog(runsDir, id, '2029-01-02T10:30:00Z', thinking);
+        await store.write({ events, modelCalls: ModelCallTracker.fromEvents(events) });
+        const calls = await store.modelCalls(id);
+        expect(calls.map((c) => [c.step, c.reasoning_tokens, c.reasoning_chars])).toEqual([
+          [1, 3, 12],
+          [2, null, null],
+          [2, null, null],
+          [3, null, null],
+          [4, null, null],
+        ]);
       });
     });
 
