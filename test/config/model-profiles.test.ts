@@ -1,5 +1,11 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { globMatches, resolveProfile } from '../../src/config/model-profiles.ts';
+import { parse } from 'yaml';
+import { SHIPPED_PROFILES, globMatches, resolveProfile } from '../../src/config/model-profiles.ts';
+import { FabricConfigSchema, ModelProfileSchema } from '../../src/config/schema.ts';
+import { ROOT } from '../support/fabric-cli.ts';
 
 describe('model profiles (SPEC §16)', () => {
   it('matches a glob against the whole id or its last part, case-insensitively', () => {
@@ -24,5 +30,17 @@ describe('model profiles (SPEC §16)', () => {
     const resolved = resolveProfile('qwen3:8b', { 'qwen3:*': { think: 'off' }, '*': { temperature: 0.1 } });
     expect(resolved.matched).toEqual(['qwen3:*', '*qwen3*']);
     expect(resolved.settings).toMatchObject({ temperature: 0.6, top_k: 20, think: 'off' });
+  });
+
+  it("ships only profiles the config schema accepts, and the README's example is one", async () => {
+    for (const shipped of SHIPPED_PROFILES)
+      expect(v.safeParse(ModelProfileSchema, shipped.profile).success).toBe(true);
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .filter((b) => b.startsWith('profiles:'));
+    expect(blocks).toHaveLength(1);
+    const parsed = v.safeParse(FabricConfigSchema, { ...parse(blocks[0]!), specialists: {} });
+    expect(parsed.issues).toBeUndefined();
   });
 });
