@@ -289,6 +289,8 @@ export class Fabric {
   run(request: RunRequest): Promise<RunResult> {
     if (this.#closing !== null)
       return Promise.reject(new FabricError('usage', 'This fabric is closed; create another to start runs.'));
+    const problem = requestProblem(request);
+    if (problem !== null) return Promise.reject(new FabricError('usage', `fabric.run: ${problem}`));
     const priority = this.#runsStarted++;
     const run = this.#runs.run(request, priority);
     this.#inflight.add(run);
@@ -309,4 +311,21 @@ export class Fabric {
     })();
     return this.#closing;
   }
+}
+
+/**
+ * What is wrong with a request an embedding program built by hand (the types say it, but a
+ * JavaScript caller gets no compiler): said in one line instead of a TypeError from deep inside.
+ */
+function requestProblem(request: RunRequest): string | null {
+  const given = request as Partial<RunRequest> | null | undefined;
+  if (given === null || typeof given !== 'object')
+    return 'give a request object { specialist, task, signal }.';
+  if (typeof given.specialist !== 'string' || given.specialist === '')
+    return 'request.specialist must name a configured specialist.';
+  if (typeof given.task !== 'string' || given.task.trim() === '')
+    return 'request.task must be the text of the task.';
+  if (!(given.signal instanceof AbortSignal))
+    return 'request.signal must be an AbortSignal (new AbortController().signal; abort it to cancel the run).';
+  return null;
 }

@@ -75,4 +75,25 @@ describe('createFabric, for embedding applications', () => {
       fabric.run({ specialist: 'units', task: 'late', signal: new AbortController().signal }),
     ).rejects.toThrow(/closed/);
   });
+
+  it('says what a hand-built request lacks instead of failing deep inside (a JavaScript caller)', async () => {
+    const fabric = await fabricFor([finish]);
+    try {
+      const missing = { specialist: 'units', task: 'Convert 1 km to m' } as unknown as Parameters<
+        typeof fabric.run
+      >[0];
+      await expect(fabric.run(missing)).rejects.toMatchObject({
+        code: 'usage',
+        message: expect.stringMatching(/request\.signal must be an AbortSignal/),
+      });
+      const noTask = { specialist: 'units', task: ' ', signal: new AbortController().signal };
+      await expect(fabric.run(noTask)).rejects.toMatchObject({
+        code: 'usage',
+        message: expect.stringMatching(/request\.task/),
+      });
+      expect(server?.chatRequests()).toEqual([]);
+    } finally {
+      await fabric.close();
+    }
+  });
 });
