@@ -7,6 +7,7 @@
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import type { FabricConfig } from '../config/load.ts';
+import { LockHeldError } from '../infrastructure/control/dir-lock.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
@@ -40,4 +41,12 @@ export function runLogsFor(config: FabricConfig): FileRunLogStore {
 /** Whether a run's process still exists, on this machine. */
 export function localLiveness(): ProcessLiveness {
   return new LocalProcessLiveness();
+}
+
+/** The process that holds the embedded control database, when that is why it could not be opened. */
+export function embeddedHolder(error: unknown): number | null {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof LockHeldError) return e.holder;
+  }
+  return null;
 }

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { embeddedControlDir } from '../../../src/infrastructure/control/open-control-store.ts';
 import { calls, daemonRepo, finish, taskKey } from '../../support/daemon-repo.ts';
@@ -101,6 +102,16 @@ describe('the embedded control database held by `fabric serve`', () => {
       });
       expect(again.exitCode, again.stderr).toBe(0);
       expect(again.stderr).not.toMatch(/control plane|backfill|failed|db_off/);
+
+      // An export cannot read a database another process holds: it says so and writes nothing,
+      // rather than files that call the database off.
+      const exported = await spawnFabric(['control', 'export', '--config', sandbox.configPath], {
+        env,
+        cwd: sandbox.dir,
+      });
+      expect(exported.exitCode, exported.stderr + exported.stdout).toBe(4);
+      expect(exported.stderr).toMatch(new RegExp(`in use by process ${serve.pid}.*GET /v1/exports`));
+      await expect(readFile(join(sandbox.runsDir, 'exports', 'lm_indicator.json'), 'utf8')).rejects.toThrow();
 
       // The holder writes the daemon's run in from its runlog.
       const done = daemon.stdout

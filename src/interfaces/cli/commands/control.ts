@@ -2,7 +2,13 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
-import { controlStoreFor, exportAll, runLogsFor, syncRunlogs } from '../../../composition/control-store.ts';
+import {
+  controlStoreFor,
+  embeddedHolder,
+  exportAll,
+  runLogsFor,
+  syncRunlogs,
+} from '../../../composition/control-store.ts';
 import { didYouMean } from '../../../domain/words.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -99,11 +105,25 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
           store = await controlStoreFor(config);
         }
         const outDir = resolve(io.cwd, values.out ?? resolve(config.runs_dir, 'exports'));
-        await prepareOutDir(outDir);
         // The embedded database holds what its holders wrote; one-shot runs since then are in
-        // their runlogs only, so they are written in first. (If another process holds it, that
-        // process has them already.)
-        if (store?.kind === 'pglite') await syncRunlogs(store, runLogsFor(config)).catch(() => {});
+        // their runlogs only, so they are written in first.
+        if (store?.kind === 'pglite') {
+          const held = await store.migrate().then(
+            () => null,
+            (error: unknown) => embeddedHolder(error),
+          );
+          // Another process (a server) has it open: its exports are not "database off"; they
+          // are that process's to give.
+          if (held !== null) {
+            throw new FabricError(
+              'backend_unavailable',
+              `The embedded control database ${store.location} is in use by process ${held} (a fabric serve or another long-lived fabric), so it cannot be read from here. ` +
+                'Ask that server for the exports (GET /v1/exports/lm_usage_7d, lm_health_7d, lm_insights_7d, GET /v1/lm-indicator), or stop it and run fabric control export again. No files written.',
+            );
+          }
+          await syncRunlogs(store, runLogsFor(config)).catch(() => {});
+        }
+        await prepareOutDir(outDir);
         const result = await exportAll(store, outDir);
         print(
           `wrote ${plural(result.files.length, 'file')} to ${outDir}${result.dbOff ? ' (database off: db_off)' : ''}; ` +
