@@ -31,6 +31,8 @@ export interface TurnSettings {
   readonly topK?: number;
   readonly minP?: number;
   readonly maxOutputTokens?: number;
+  /** The most context the model is run with (a server that sizes the window per request, Ollama, stays under it). */
+  readonly contextLength?: number;
   readonly think?: ThinkLevel;
 }
 

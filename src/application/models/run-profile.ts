@@ -20,6 +20,7 @@ export function runProfileFor(
     ...(settings.top_k === undefined ? {} : { topK: settings.top_k }),
     ...(settings.min_p === undefined ? {} : { minP: settings.min_p }),
     ...(settings.max_output_tokens === undefined ? {} : { maxOutputTokens: settings.max_output_tokens }),
+    ...(settings.context_length === undefined ? {} : { contextLength: settings.context_length }),
     ...(settings.think === undefined || model.thinking !== true ? {} : { think: settings.think }),
   };
   return {

@@ -120,6 +120,27 @@ describe('Ollama native chat client', () => {
     expect(sent.every((b) => b.truncate === false)).toBe(true);
   });
 
+  it("stays under the profile's context_length, sends its sampler, and says which limit a full window hit", async () => {
+    const server = await fake({
+      flavor: 'ollama',
+      models: [LLAMA],
+      script: [
+        { reply: { content: 'a', usage: { prompt: 100, completion: 1 } } },
+        { reply: { content: 'cut', usage: { prompt: 12000, completion: 5 } } },
+      ],
+    });
+    const settings = { contextLength: 12000, topK: 40, minP: 0.05, maxOutputTokens: 512 };
+    await client(server.url, 131072).complete({ ...ask('llama3.2', 'x'.repeat(60_000)), settings });
+    const error = await failureOf(
+      client(server.url, 131072).complete({ ...ask('llama3.2', 'x'.repeat(60_000)), settings }),
+    );
+    const body = server.chatRequests()[0]?.body as { options: Record<string, number>; think?: unknown };
+    expect(body.options).toMatchObject({ num_ctx: 12000, top_k: 40, min_p: 0.05, num_predict: 512 });
+    expect(body).not.toHaveProperty('think');
+    expect(error.code).toBe('context_overflow');
+    expect(error.message).toMatch(/profile caps the context at 12000 tokens: raise context_length/);
+  });
+
   it('keeps a larger window the model is already loaded with, so Ollama does not reload it', () => {
     expect(contextWindowFor(100, { loadedContext: 32768, trainedContext: 131072 })).toBe(32768);
     expect(contextWindowFor(100, {})).toBe(8192);

@@ -144,7 +144,13 @@ describe('fabric run --specialist rust with the models of 2026', () => {
     server = await startFakeLlmServer({
       flavor,
       models: [{ id: flavor === 'ollama' ? 'qwen3:8b' : 'qwen/qwen3-coder-30b', toolUse: true }],
-      script: [...turns, FINISH],
+      // The content streams three characters at a time: every tag is cut somewhere.
+      script: [
+        ...turns.map((turn) =>
+          'reply' in turn && turn.reply.content ? { ...turn, reply: { chunkChars: 3, ...turn.reply } } : turn,
+        ),
+        FINISH,
+      ],
     });
     sandbox = await makeSandbox({
       specialists: {

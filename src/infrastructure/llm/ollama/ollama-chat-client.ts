@@ -69,10 +69,13 @@ export class OllamaChatClient implements ChatClient {
       baseUrl: this.#options.baseUrl,
       model: request.model,
     };
-    const numCtx = contextWindowFor(
+    const sized = contextWindowFor(
       estimateRequestTokens(request.messages, request.tools),
       this.#options.contextOf?.(request.model) ?? {},
     );
+    // The profile's context_length caps the window (a smaller one fits in less memory).
+    const cap = request.settings?.contextLength;
+    const numCtx = cap === undefined ? sized : Math.min(sized, cap);
     const { value, attempts } = await withRetries({
       label: this.label,
       retry: this.#options.retry,
@@ -165,7 +168,9 @@ export class OllamaChatClient implements ChatClient {
         'context_overflow',
         `The prompt filled the whole context window of "${request.model}" on ${this.label} ` +
           `(${final.promptEvalCount} prompt tokens, num_ctx ${numCtx}), so Ollama cut part of it. ` +
-          "The model's trained length is the limit: give the task in smaller parts, or use a model with a longer context.",
+          (request.settings?.contextLength !== undefined && numCtx === request.settings.contextLength
+            ? `The model's profile caps the context at ${numCtx} tokens: raise context_length under profiles: in the config, or give the task in smaller parts.`
+            : "The model's trained length is the limit: give the task in smaller parts, or use a model with a longer context."),
         { details: { promptTokens: final.promptEvalCount, numCtx } },
       );
     }
