@@ -2,7 +2,7 @@ import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/m
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { type RecoveredCalls, recoverTextToolCalls, scanTextToolCalls } from './text-tool-calls.ts';
+import { recoverWrittenCalls } from './written-calls.ts';
 import { dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
@@ -44,19 +44,6 @@ const THINK_ONLY_NUDGE =
   'You reasoned but did not act: your reply had no text and no tool call. ' +
   'Call one of the tools now, or call finish_task with your result.';
 
-/** What the model hears when the calls it wrote as text could not be run. */
-function unrunCallsNudge(recovered: RecoveredCalls, offered: ReadonlySet<string>): string {
-  const names = [...new Set(recovered.refused)].map((name) => `"${name}"`).join(', ');
-  const why =
-    recovered.refused.length > 0
-      ? `called ${names}, which ${recovered.refused.length === 1 ? 'is not a tool' : 'are not tools'} here`
-      : 'could not be read';
-  return (
-    `Your reply wrote a tool call as text (${recovered.format}) that ${why}, so nothing ran. ` +
-    `The tools are: ${[...offered].join(', ')}. Call one of them, or call finish_task with your result.`
-  );
-}
-
 /**
  * One model request and the tool calls it asked for. The step works under its own signal, tied
  * to the run's: libraries that add an abort listener per request (the openai SDK does) then add
@@ -91,52 +78,22 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;
   let assistantContent = turn.content;
+  const reasoning = turn.reasoning ?? '';
   if (calls.length === 0 && input.recoverTextToolCalls) {
-    const offered = new Set(input.specs.map((spec) => spec.name));
-    const schemas = new Map(input.specs.map((spec) => [spec.name, spec.parameters]));
-    const recovered = scanTextToolCalls(turn.content, offered, step, schemas);
-    if (recovered) {
-      await recorder.record({
-        kind: 'tool_call_recovered',
-        step,
-        format: recovered.format,
-        tool_calls: recovered.calls.map((call) => ({ ...call })),
-        ...(recovered.refused.length > 0 ? { refused: [...recovered.refused] } : {}),
-        ...(recovered.malformed > 0 ? { malformed: recovered.malformed } : {}),
-      });
-      if (recovered.calls.length === 0) {
+    const written = await recoverWrittenCalls(turn, input.specs, step, recorder);
+    switch (written.kind) {
+      case 'none':
+        break;
+      case 'unrun':
         // Call markup that runs nothing is neither an answer nor an action: the model is told why.
         conversation.messages.push({ role: 'assistant', content: turn.content, toolCalls: [] });
-        conversation.messages.push({ role: 'user', content: unrunCallsNudge(recovered, offered) });
+        conversation.messages.push({ role: 'user', content: written.nudge });
         return { kind: 'continue' };
-      }
-      calls = recovered.calls;
-      // The call now lives in tool_calls; sending the text back too would show it twice.
-      assistantContent = '';
-    }
-  }
-  const reasoning = turn.reasoning ?? '';
-  if (
-    calls.length === 0 &&
-    turn.content.trim() === '' &&
-    reasoning.trim() !== '' &&
-    input.recoverTextToolCalls
-  ) {
-    // The call written inside the reasoning, content empty (langchain4j #4786, LM Studio #1870):
-    // recovered only when it names an offered tool; a tool merely thought about is not refused.
-    const offered = new Set(input.specs.map((spec) => spec.name));
-    const schemas = new Map(input.specs.map((spec) => [spec.name, spec.parameters]));
-    const recovered = recoverTextToolCalls(reasoning, offered, step, schemas);
-    if (recovered) {
-      await recorder.record({
-        kind: 'tool_call_recovered',
-        step,
-        format: recovered.format,
-        tool_calls: recovered.calls.map((call) => ({ ...call })),
-        from: 'reasoning',
-      });
-      calls = recovered.calls;
-      assistantContent = '';
+      case 'calls':
+        calls = written.calls;
+        // The call now lives in tool_calls; sending the text back too would show it twice.
+        assistantContent = '';
+        break;
     }
   }
   if (calls.length === 0) {

@@ -1,9 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
-import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
+import { runUnits } from '../../support/units-run.ts';
 import {
   type FakeLlmServer,
   type FakeModel,
@@ -44,20 +42,9 @@ describe('fabric run with model profiles', () => {
       script: options.script ?? [CONVERT, FINISH],
       ...(flavor === 'lm_studio' ? { lmStudioV1Api: true } : {}),
     });
-    const env =
-      flavor === 'ollama'
-        ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
-        : testEnv(sandbox, server.url);
-    const out = await runFabricInProcess(
-      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'convert 2 m to cm'],
-      { env, cwd: sandbox.dir },
-    );
-    const result = JSON.parse(out.stdout) as RunResult;
-    const events: RunEvent[] = result.runlog
-      ? parseRunlog(await readFile(result.runlog, 'utf8'), result.runlog).events
-      : [];
+    const out = await runUnits(sandbox, server, flavor);
     const bodies = server.chatRequests().map((request) => request.body as Record<string, unknown>);
-    return { ...out, result, events, bodies };
+    return { ...out, bodies };
   }
 
   it("sends a thinking Qwen3 on Ollama its publisher's sampler and think: true, and records the profile", async () => {

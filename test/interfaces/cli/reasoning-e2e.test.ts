@@ -1,9 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
 import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { runUnits } from '../../support/units-run.ts';
 import {
   type FakeLlmServer,
   type ScriptedReply,
@@ -42,19 +40,7 @@ describe('fabric run with a thinking model', () => {
     args: string[] = [],
   ) {
     server = await startFakeLlmServer({ flavor, models: [{ id: MODEL }], script });
-    const env =
-      flavor === 'ollama'
-        ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
-        : testEnv(sandbox, server.url);
-    const out = await runFabricInProcess(
-      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, ...args, 'convert 2 m to cm'],
-      { env, cwd: sandbox.dir },
-    );
-    const result = JSON.parse(out.stdout) as RunResult;
-    const events: RunEvent[] = result.runlog
-      ? parseRunlog(await readFile(result.runlog, 'utf8'), result.runlog).events
-      : [];
-    return { ...out, result, events };
+    return runUnits(sandbox, server, flavor, args);
   }
 
   /** The run succeeded with the finish_task payload, and no reasoning went back to the model. */

@@ -1,0 +1,72 @@
+/**
+ * Tool calls a model wrote as text instead of in `tool_calls` (SPEC §3, §16): in the content, in
+ * any dialect, or in the reasoning of a turn whose content is empty. Recorded as
+ * `tool_call_recovered`; a call to a tool that was not offered is never run.
+ */
+import type { ToolCall, ToolSpec } from '../../domain/messages.ts';
+import type { ChatTurn } from '../ports.ts';
+import type { RunRecorder } from './run-recorder.ts';
+import { type RecoveredCalls, recoverTextToolCalls, scanTextToolCalls } from './text-tool-calls.ts';
+
+/** What a turn's text came to: no call markup, calls to run, or markup that runs nothing. */
+export type WrittenCalls =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'calls'; readonly calls: readonly ToolCall[] }
+  | { readonly kind: 'unrun'; readonly nudge: string };
+
+/** Reads the calls a turn with no `tool_calls` wrote as text, and records what it found. */
+export async function recoverWrittenCalls(
+  turn: Pick<ChatTurn, 'content' | 'reasoning'>,
+  specs: readonly ToolSpec[],
+  step: number,
+  recorder: RunRecorder,
+): Promise<WrittenCalls> {
+  const offered = new Set(specs.map((spec) => spec.name));
+  const schemas = new Map(specs.map((spec) => [spec.name, spec.parameters]));
+  const inContent = scanTextToolCalls(turn.content, offered, step, schemas);
+  if (inContent !== null) {
+    await record(recorder, step, inContent, {
+      ...(inContent.refused.length > 0 ? { refused: [...inContent.refused] } : {}),
+      ...(inContent.malformed > 0 ? { malformed: inContent.malformed } : {}),
+    });
+    return inContent.calls.length > 0
+      ? { kind: 'calls', calls: inContent.calls }
+      : { kind: 'unrun', nudge: unrunCallsNudge(inContent, offered) };
+  }
+  const reasoning = turn.reasoning ?? '';
+  if (turn.content.trim() !== '' || reasoning.trim() === '') return { kind: 'none' };
+  // The call written inside the reasoning, content empty (langchain4j #4786, LM Studio #1870):
+  // recovered only when it names an offered tool; a tool merely thought about is not refused.
+  const inReasoning = recoverTextToolCalls(reasoning, offered, step, schemas);
+  if (inReasoning === null) return { kind: 'none' };
+  await record(recorder, step, inReasoning, { from: 'reasoning' });
+  return { kind: 'calls', calls: inReasoning.calls };
+}
+
+function record(
+  recorder: RunRecorder,
+  step: number,
+  recovered: RecoveredCalls,
+  extra: { refused?: string[]; malformed?: number; from?: 'reasoning' },
+): Promise<unknown> {
+  return recorder.record({
+    kind: 'tool_call_recovered',
+    step,
+    format: recovered.format,
+    tool_calls: recovered.calls.map((call) => ({ ...call })),
+    ...extra,
+  });
+}
+
+/** What the model hears when the calls it wrote as text could not be run. */
+function unrunCallsNudge(recovered: RecoveredCalls, offered: ReadonlySet<string>): string {
+  const names = [...new Set(recovered.refused)].map((name) => `"${name}"`).join(', ');
+  const why =
+    recovered.refused.length > 0
+      ? `called ${names}, which ${recovered.refused.length === 1 ? 'is not a tool' : 'are not tools'} here`
+      : 'could not be read';
+  return (
+    `Your reply wrote a tool call as text (${recovered.format}) that ${why}, so nothing ran. ` +
+    `The tools are: ${[...offered].join(', ')}. Call one of them, or call finish_task with your result.`
+  );
+}
