@@ -152,6 +152,7 @@ export class Fabric {
         maxSteps: config.loop.max_steps,
         budgetS: config.loop.budget_s,
         recoverTextToolCalls: config.loop.recover_text_tool_calls,
+        stuckRepeats: config.loop.stuck_repeats,
         configDigest: config.digest,
         fabricVersion: FABRIC_VERSION,
         profiles: config.profiles,

@@ -93,6 +93,8 @@ export const LoopSchema = v.strictObject({
   max_steps: v.optional(positiveInt, 30),
   budget_s: v.optional(positiveInt, 1800),
   recover_text_tool_calls: v.optional(v.boolean(), true),
+  /** The same call, arguments and result this many times in a row make a run stuck (SPEC §17). */
+  stuck_repeats: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2)), 4),
 });
 
 export const ControlSchema = v.strictObject({

@@ -88,6 +88,18 @@ export interface RunEventBodies {
     think_before?: string;
     think_after?: string;
   };
+  /**
+   * The model repeats itself (SPEC §17): the same call, arguments and result `repeats` times in a
+   * row, or two such calls alternating. `warned`: it was told once; `stopped`: it went on, and
+   * the run ends through the finish-only turn, `failed` with `run_stuck`.
+   */
+  run_stuck: {
+    step: number;
+    pattern: 'repeat' | 'alternate';
+    calls: string[];
+    repeats: number;
+    action: 'warned' | 'stopped';
+  };
   llm_retry: {
     step: number;
     attempt: number;

@@ -69,6 +69,15 @@ const MODEL = 'lab/tool-7b';
 const NO_TOOLS = 'tinyllama:latest';
 const HANG: ScriptedTurn = { hang: true };
 
+const SAME_CALL = {
+  reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 1, from: 'km', to: 'm' } }] },
+};
+const STUCK_REPORT = {
+  reply: {
+    toolCalls: [{ name: 'finish_task', arguments: { summary: 'I kept converting.', answer: '1000 m' } }],
+  },
+};
+
 describe('docs/errors.md, code by code', () => {
   let sandbox: Sandbox;
   let queueSandbox: Sandbox;
@@ -100,6 +109,8 @@ describe('docs/errors.md, code by code', () => {
           ],
         },
         { match: 'HANG', script: [HANG, HANG, HANG, HANG] },
+        // The same call answered the same, on and on: told once at the 4th, stopped at the 8th.
+        { match: 'STUCK', script: [...Array.from({ length: 8 }, () => SAME_CALL), STUCK_REPORT] },
       ],
     });
     ollama = await startFakeLlmServer({ flavor: 'ollama', models: [{ id: NO_TOOLS, toolUse: false }] });
@@ -228,6 +239,7 @@ describe('docs/errors.md, code by code', () => {
     ],
     backend_error: async () => [await run('units', 'REFUSED')],
     context_overflow: async () => [await run('units', 'OVERFLOW')],
+    run_stuck: async () => [await run('units', 'STUCK')],
     run_cancelled: async () => {
       const child = spawnFabric(
         ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'HANG ctrl-c'],

@@ -1,3 +1,4 @@
+import { describeStuck } from '../run/stuck-watch.ts';
 import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunEvent, RunEventKind, UsageFields } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
@@ -140,6 +141,11 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
       return {
         tone: 'warn',
         text: `↻ retry ${event.attempt} in ${event.delay_ms} ms: ${preview(event.reason)}`,
+      };
+    case 'run_stuck':
+      return {
+        tone: 'warn',
+        text: `⟳ stuck: ${describeStuck(event)}${event.action === 'warned' ? '; the model was told' : '; the run ends'}`,
       };
     case 'reasoning_cut':
       return {

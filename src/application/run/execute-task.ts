@@ -16,6 +16,7 @@ import type { RunOwner } from '../runs/liveness-ports.ts';
 import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
+import { type StuckPattern, StuckWatch, describeStuck, stuckMessage } from './stuck-watch.ts';
 import { FINISH_TOOL } from './tool-dispatch.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
@@ -31,6 +32,8 @@ export interface ExecuteTaskInput {
     readonly maxSteps: number;
     readonly budgetMs: number;
     readonly recoverTextToolCalls: boolean;
+    /** The same call answered the same this many times in a row makes a run stuck (default 4). */
+    readonly stuckRepeats?: number;
   };
   readonly workspace: string | null;
   readonly configDigest: string;
@@ -92,6 +95,9 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     const toolMap = new Map(tools.map((tool) => [tool.spec.name, tool]));
     const specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
     let outcome: StepOutcome = { kind: 'continue' };
+    const watch = new StuckWatch(input.limits.stuckRepeats);
+    let warned = false;
+    let stuck: StuckPattern | null = null;
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
       state.steps += 1;
       outcome = await runStep({
@@ -99,6 +105,23 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         specs,
         signal,
       });
+      const seen = outcome.kind === 'continue' ? watch.observe(outcome.answered ?? []) : null;
+      if (seen === null) continue;
+      await recorder.record({
+        kind: 'run_stuck',
+        step: state.steps,
+        ...seen,
+        calls: [...seen.calls],
+        action: warned ? 'stopped' : 'warned',
+      });
+      if (warned) {
+        stuck = seen;
+        break;
+      }
+      // Told once; if it goes on, the run ends (SPEC §17).
+      warned = true;
+      watch.reset();
+      conversation.messages.push({ role: 'user', content: stuckMessage(seen) });
     }
     if (input.signal.aborted) throw input.signal.reason;
     switch (outcome.kind) {
@@ -107,10 +130,13 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         payload = outcome.payload;
         break;
       case 'continue': {
-        // Out of steps or time: one last request that offers only finish_task (SPEC §3).
-        const why = budget.aborted
-          ? `The time budget of ${Math.round(input.limits.budgetMs / 1000)} s is used up.`
-          : `The step limit of ${input.limits.maxSteps} is reached.`;
+        // Out of steps or time, or stuck: one last request that offers only finish_task (SPEC §3).
+        const why =
+          stuck !== null
+            ? `The run is stuck: ${describeStuck(stuck)}, after the model was told.`
+            : budget.aborted
+              ? `The time budget of ${Math.round(input.limits.budgetMs / 1000)} s is used up.`
+              : `The step limit of ${input.limits.maxSteps} is reached.`;
         conversation.messages.push({
           role: 'user',
           content: `${why} Stop working now and call finish_task: report what you did, what works, and what is left to do.`,
@@ -125,11 +151,12 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
           finalTurn: true,
         });
         if (input.signal.aborted) throw input.signal.reason;
-        status = 'max_steps';
+        status = stuck === null ? 'max_steps' : 'failed';
         payload =
           final.kind === 'finished'
             ? final.payload
             : { summary: `${why} The model did not report through finish_task.` };
+        if (stuck !== null) failure = { code: 'run_stuck', message: why };
         break;
       }
     }

@@ -70,6 +70,8 @@ export interface RunSettings {
   readonly maxSteps: number;
   readonly budgetS: number;
   readonly recoverTextToolCalls: boolean;
+  /** `loop.stuck_repeats` (SPEC §17); default 4. */
+  readonly stuckRepeats?: number;
   readonly configDigest: string;
   readonly fabricVersion: string;
   /** `profiles:` from the config, over the shipped ones (SPEC §16). */
@@ -231,6 +233,7 @@ export class RunStarter {
         maxSteps: request.maxSteps ?? specialistConfig.max_steps ?? settings.maxSteps,
         budgetMs: (specialistConfig.budget_s ?? settings.budgetS) * 1000,
         recoverTextToolCalls: settings.recoverTextToolCalls,
+        ...(settings.stuckRepeats === undefined ? {} : { stuckRepeats: settings.stuckRepeats }),
       },
       workspace: workspace ?? null,
       configDigest: settings.configDigest,

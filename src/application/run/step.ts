@@ -3,11 +3,13 @@ import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
+import type { AnsweredCall } from './stuck-watch.ts';
 import { dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
 export type StepOutcome =
-  | { readonly kind: 'continue' }
+  /** The calls the step ran and what each answered (the stuck watch compares them). */
+  | { readonly kind: 'continue'; readonly answered?: readonly AnsweredCall[] }
   | {
       readonly kind: 'finished';
       readonly payload: Record<string, unknown>;
@@ -117,6 +119,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   };
   conversation.messages.push(assistant);
   const context = { runId: input.runId, step, signal: input.signal };
+  const answered: AnsweredCall[] = [];
   for (const call of calls) {
     const outcome = await dispatchToolCall({
       call,
@@ -129,10 +132,11 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     switch (outcome.kind) {
       case 'answered':
         conversation.messages.push(outcome.message);
+        answered.push({ name: call.name, arguments: call.arguments, result: outcome.message.content });
         break;
       case 'finished':
         return { kind: 'finished', payload: outcome.payload, via: 'finish_task' };
     }
   }
-  return { kind: 'continue' };
+  return { kind: 'continue', answered };
 }

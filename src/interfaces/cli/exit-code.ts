@@ -24,6 +24,7 @@ export function exitCodeFor(code: FabricErrorCode): number {
       return EXIT.cancelled;
     case 'backend_error':
     case 'context_overflow':
+    case 'run_stuck':
     case 'tool_failed':
     case 'sandbox_violation':
     // Asked not to wait for another run's workspace: this run did not start.

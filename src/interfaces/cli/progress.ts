@@ -1,3 +1,4 @@
+import { describeStuck } from '../../application/run/stuck-watch.ts';
 import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunObserver } from '../../application/ports.ts';
 import { FINISH_TOOL } from '../../application/run/tool-dispatch.ts';
@@ -62,6 +63,13 @@ export class ProgressReporter implements RunObserver {
         break;
       case 'llm_retry':
         this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
+        break;
+      case 'run_stuck':
+        this.#line(
+          s.yellow(
+            `  ⟳ stuck: ${describeStuck(event)}${event.action === 'warned' ? '; telling the model' : '; ending the run'}`,
+          ),
+        );
         break;
       case 'reasoning_cut':
         this.#line(

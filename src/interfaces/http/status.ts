@@ -24,6 +24,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'workspace_too_large':
       return 413;
     case 'runlog_corrupt':
+    case 'run_stuck':
       return 422;
     case 'backend_error':
     case 'context_overflow':

@@ -1,3 +1,4 @@
+import { describeStuck } from '../../../application/run/stuck-watch.ts';
 import { describeRecovered } from '../../../domain/recovered-calls.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import { diffStat } from '../../../domain/unified-diff.ts';
@@ -76,6 +77,12 @@ function item(event: RunEvent): SafeHtml {
         event,
         'warn',
         html`<span class="kind">Retry ${event.attempt}</span> <span class="meta">in ${duration(event.delay_ms)}</span>: ${event.reason}`,
+      );
+    case 'run_stuck':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Stuck</span> ${describeStuck(event)}${event.action === 'warned' ? ': the model was told' : ': the run ends'}`,
       );
     case 'reasoning_cut':
       return li(
