@@ -14,6 +14,10 @@ export interface RequestTarget {
   readonly model: string;
 }
 
+/** The servers' words for a prompt that does not fit the model's window (research/lm-server-protocols.md). */
+const CONTEXT_OVERFLOW =
+  /no user query found|exceeds the context length|longer than the context length|does not fit in (the )?context|context size has been exceeded|greater than the context length|context the overflows|exceeded max context length/i;
+
 /** Decides whether a failed request is worth retrying, and words the error a user sees when it is not. */
 export function classifyFault(error: unknown, target: RequestTarget): ClassifiedFault {
   if (error instanceof APIUserAbortError) {
@@ -66,8 +70,11 @@ export function classifyStatus(
       ),
     };
   }
-  // Ollama answers 500 when its own truncation dropped the user turn (ollama#18107): not worth a retry.
-  if (/no user query found|exceeds the context length|longer than the context length/i.test(message)) {
+  // A prompt over the window is never mended by a retry, whatever the status says: Ollama answers
+  // 500 when its own truncation dropped the user turn (ollama#18107); LM Studio 0.4.21 streams 200
+  // with `event: error` "Input does not fit in context length…" (lmstudio-bug-tracker #2322), its
+  // MLX engine "Context size has been exceeded" (#2339).
+  if (CONTEXT_OVERFLOW.test(message)) {
     return { transient: false, error: contextOverflow(message, target, cause) };
   }
   if (status === undefined || status === 429 || status >= 500) {

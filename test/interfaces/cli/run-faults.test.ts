@@ -230,6 +230,19 @@ describe('fabric run when the model or the backend misbehaves', () => {
     expect(sent[0]?.tool_calls).toHaveLength(1);
   });
 
+  it("diagnoses LM Studio's streamed overflow (200, event: error) as context_overflow, at once, not as a dead server", async () => {
+    const message =
+      'Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens.';
+    // lmstudio-bug-tracker #2322 (0.4.21): the error arrives inside a 200 event stream.
+    const { exitCode, result } = await run([{ sseError: { error: { message }, message } }, FINISH]);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('context_overflow');
+    expect(result.error?.message).toMatch(
+      /no longer fits in the context window of "qwen\/qwen3-coder-30b".*Input does not fit/,
+    );
+    expect(server.chatRequests()).toHaveLength(1);
+  });
+
   it('fails at once, with one request, when the named model does not support tools', async () => {
     // Named with --model: left to choose, the catalog would know from /api/show and never pick it.
     const { exitCode, result } = await run([], {
