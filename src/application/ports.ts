@@ -19,6 +19,11 @@ export interface ChatRequest {
   readonly signal: AbortSignal;
   /** How to sample and think, from the model's profile (SPEC §16); absent: the server's defaults. */
   readonly settings?: TurnSettings;
+  /**
+   * Requests with the same key (a run's id) go to the server that answered the last one while it
+   * is healthy, so its prompt cache serves every turn (SPEC §17).
+   */
+  readonly affinity?: string;
 }
 
 /**

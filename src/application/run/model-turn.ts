@@ -21,6 +21,8 @@ export interface ModelTurnOptions {
   finalTurn: boolean;
   signal: AbortSignal;
   settings?: TurnSettings;
+  /** The run's id: its requests stay on one server (SPEC §17). */
+  affinity?: string;
   /**
    * Reasoning tokens a turn may spend before any content or call (the profile's
    * `reasoning_budget`); past it the turn is cut and asked again once, a think level lower.
@@ -106,6 +108,7 @@ async function attemptTurn(
         tools,
         signal,
         ...(options.settings === undefined ? {} : { settings: options.settings }),
+        ...(options.affinity === undefined ? {} : { affinity: options.affinity }),
       },
       (event) => {
         switch (event.type) {

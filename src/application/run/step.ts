@@ -76,6 +76,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     signal: input.signal,
     ...(input.settings === undefined ? {} : { settings: input.settings }),
     ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
+    affinity: input.runId,
   });
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;

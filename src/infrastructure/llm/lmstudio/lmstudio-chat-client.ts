@@ -16,6 +16,8 @@ export class LmStudioChatClient implements ChatClient {
   readonly #pool: ServerPool;
   readonly #clients = new Map<string, OpenAiChatClient>();
   readonly #refresh: () => void;
+  /** The server each run's last request went to (a run stays on it: its prompt cache), newest last. */
+  readonly #sticky = new Map<string, string>();
 
   /** `refresh`: asks the adapter to re-read what the servers have when it is getting old. */
   constructor(pool: ServerPool, options: LmStudioClientOptions, refresh: () => void = () => {}) {
@@ -28,7 +30,7 @@ export class LmStudioChatClient implements ChatClient {
 
   async complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> {
     this.#refresh();
-    const order = this.#pool.order(request.model);
+    const order = this.#stay(request, this.#pool.order(request.model));
     const failures: string[] = [];
     let last: FabricError | undefined;
     for (const url of order) {
@@ -38,6 +40,7 @@ export class LmStudioChatClient implements ChatClient {
       try {
         const turn = await client.complete(request, onEvent);
         this.#pool.markUp(url);
+        this.#remember(request.affinity, url);
         return turn;
       } catch (error) {
         if (!(error instanceof FabricError) || error.code !== 'backend_unavailable') throw error;
@@ -54,4 +57,22 @@ export class LmStudioChatClient implements ChatClient {
       details: { servers: order },
     });
   }
+
+  /** The run's server first, while it is up and has the model (SPEC §17); else the pool's order. */
+  #stay(request: ChatRequest, order: string[]): string[] {
+    const url = request.affinity === undefined ? undefined : this.#sticky.get(request.affinity);
+    if (url === undefined || !order.includes(url) || this.#pool.isDown(url)) return order;
+    return [url, ...order.filter((other) => other !== url)];
+  }
+
+  #remember(key: string | undefined, url: string): void {
+    if (key === undefined) return;
+    this.#sticky.delete(key);
+    this.#sticky.set(key, url);
+    // Runs end without saying so here: the oldest keys go once there are many.
+    if (this.#sticky.size > STICKY_RUNS) this.#sticky.delete(this.#sticky.keys().next().value as string);
+  }
 }
+
+/** How many runs' servers are remembered. */
+const STICKY_RUNS = 4096;
