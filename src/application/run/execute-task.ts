@@ -144,9 +144,10 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         state.steps += 1;
         const finalSignal = AbortSignal.any([input.signal, AbortSignal.timeout(FINAL_TURN_GRACE_MS)]);
         const final = await runStep({
-          // Only finish_task is offered, so only finish_task is answered.
+          // The same tools are offered, so the request's prefix is the one the server cached;
+          // only finish_task is answered (SPEC §17).
           ...stepInput(input, recorder, conversation, new Map(), runId, state),
-          specs: [finishSpec(input.pack)],
+          specs,
           signal: finalSignal,
           finalTurn: true,
         });

@@ -129,6 +129,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       recorder,
       context,
       applyGate: !input.finalTurn,
+      onlyFinish: input.finalTurn,
     });
     switch (outcome.kind) {
       case 'answered':

@@ -31,6 +31,11 @@ export async function dispatchToolCall(options: {
   context: ToolContext;
   /** On the final finish-only turn, the finish gate is not applied: the run ends either way. */
   applyGate: boolean;
+  /**
+   * The final turn: the tool list stays as it was (the server's cached prefix with it, SPEC §17)
+   * but every call except finish_task is refused unrun.
+   */
+  onlyFinish?: boolean;
 }): Promise<CallOutcome> {
   const { call, tools, recorder, context } = options;
   await recorder.record({
@@ -54,6 +59,12 @@ export async function dispatchToolCall(options: {
     });
     return answer(call, `Error: ${error}`);
   };
+  if (options.onlyFinish === true) {
+    return fail(
+      'refused',
+      `Not run: the run is at its limit, and only ${FINISH_TOOL} is accepted now. Call ${FINISH_TOOL} with what you did, what works and what is left.`,
+    );
+  }
   const tool = tools.get(call.name);
   if (!tool) {
     const names = [...tools.keys(), FINISH_TOOL].join(', ');

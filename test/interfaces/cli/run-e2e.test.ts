@@ -101,7 +101,8 @@ describe('fabric run, end to end against the fake LM Studio', () => {
       tools: { function: { name: string } }[];
       messages: { content: string }[];
     };
-    expect(final.tools.map((tool) => tool.function.name)).toEqual(['finish_task']);
+    // The final turn keeps the tool list, so the server's cached prefix serves it (SPEC §17).
+    expect(final.tools.map((tool) => tool.function.name)).toEqual(['convert_units', 'finish_task']);
     expect(final.messages.at(-1)?.content).toMatch(/step limit of 2/);
     const events = await readEvents(run.runlog);
     const requests = events.filter((event) => event.kind === 'llm_request');

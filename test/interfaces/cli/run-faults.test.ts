@@ -230,6 +230,24 @@ describe('fabric run when the model or the backend misbehaves', () => {
     expect(sent[0]?.tool_calls).toHaveLength(1);
   });
 
+  it('keeps the tool list on the final turn and runs nothing but finish_task there', async () => {
+    const convert: ScriptedTurn = {
+      reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } }] },
+    };
+    const { exitCode, result, events } = await run([convert, convert], { args: ['--max-steps', '1'] });
+    expect(exitCode).toBe(3);
+    expect(result.status).toBe('max_steps');
+    const refused = events.filter((event) => event.kind === 'tool_error');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ step: 2, tool: 'convert_units', reason: 'refused' });
+    expect(refused[0]?.kind === 'tool_error' && refused[0].error).toMatch(/only finish_task is accepted now/);
+    expect(events.filter((event) => event.kind === 'tool_result')).toHaveLength(1);
+    const offered = server
+      .chatRequests()
+      .map((request) => JSON.stringify((request.body as { tools: unknown }).tools));
+    expect(offered[1]).toBe(offered[0]);
+  });
+
   it("diagnoses LM Studio's streamed overflow (200, event: error) as context_overflow, at once, not as a dead server", async () => {
     const message =
       'Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens.';
