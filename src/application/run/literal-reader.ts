@@ -14,6 +14,9 @@ export interface Read<T> {
 /** Gemma 4's string delimiter token. */
 const GEMMA_QUOTE = '<|"|>';
 
+/** How deep lists and dictionaries may nest: deeper text is not a call (and cannot exhaust the stack). */
+const MAX_DEPTH = 64;
+
 /** Skips whitespace from `at`. */
 function skip(text: string, at: number): number {
   let i = at;
@@ -91,7 +94,8 @@ function scalarOf(word: string): unknown {
  * Gemma's `<|"|>…<|"|>`), a list, a dictionary (`{k: v}` with bare or quoted keys), or a bare
  * scalar up to the next `,`, `)`, `]` or `}`.
  */
-export function readLiteral(text: string, at: number): Read<unknown> | null {
+export function readLiteral(text: string, at: number, depth = 0): Read<unknown> | null {
+  if (depth > MAX_DEPTH) return null;
   const start = skip(text, at);
   if (text.startsWith(GEMMA_QUOTE, start)) {
     const close = text.indexOf(GEMMA_QUOTE, start + GEMMA_QUOTE.length);
@@ -101,20 +105,20 @@ export function readLiteral(text: string, at: number): Read<unknown> | null {
   const ch = text[start];
   if (ch === undefined) return null;
   if (ch === '"' || ch === "'") return readQuoted(text, start);
-  if (ch === '[') return readList(text, start);
-  if (ch === '{') return readDict(text, start);
+  if (ch === '[') return readList(text, start, depth + 1);
+  if (ch === '{') return readDict(text, start, depth + 1);
   let i = start;
   while (i < text.length && !',)]}'.includes(text[i]!)) i++;
   if (i === start) return null;
   return { value: scalarOf(text.slice(start, i)), end: i };
 }
 
-function readList(text: string, at: number): Read<unknown[]> | null {
+function readList(text: string, at: number, depth: number): Read<unknown[]> | null {
   const items: unknown[] = [];
   let i = skip(text, at + 1);
   if (text[i] === ']') return { value: items, end: i + 1 };
   for (;;) {
-    const item = readLiteral(text, i);
+    const item = readLiteral(text, i, depth);
     if (item === null) return null;
     items.push(item.value);
     i = skip(text, item.end);
@@ -140,7 +144,7 @@ function readKey(text: string, at: number): Read<string> | null {
 }
 
 /** `{key: value, …}` with bare or quoted keys, `:` or `=` between key and value. */
-export function readDict(text: string, at: number): Read<Record<string, unknown>> | null {
+export function readDict(text: string, at: number, depth = 0): Read<Record<string, unknown>> | null {
   const out: Record<string, unknown> = {};
   let i = skip(text, at + 1);
   if (text[i] === '}') return { value: out, end: i + 1 };
@@ -149,7 +153,7 @@ export function readDict(text: string, at: number): Read<Record<string, unknown>
     if (key === null) return null;
     i = skip(text, key.end);
     if (text[i] !== ':' && text[i] !== '=') return null;
-    const value = readLiteral(text, i + 1);
+    const value = readLiteral(text, i + 1, depth);
     if (value === null) return null;
     out[key.value] = value.value;
     i = skip(text, value.end);

@@ -207,3 +207,25 @@ describe('scanTextToolCalls: the dialects local models write', () => {
     expect(scan('The answer is 42.')).toBeNull();
   });
 });
+
+describe('scanTextToolCalls on hostile text', () => {
+  const tools = new Set(['write_file', 'finish_task']);
+
+  it('reads nothing, and does not exhaust the stack, from nesting thousands deep', () => {
+    const deep = `<|tool_call>call:write_file{path:${'['.repeat(20_000)}1${']'.repeat(20_000)}}<tool_call|>`;
+    expect(scanTextToolCalls(deep, tools, 1)).toMatchObject({ format: 'gemma4', calls: [], malformed: 1 });
+    const lfm = `<|tool_call_start|>[write_file(path=${'['.repeat(20_000)})]<|tool_call_end|>`;
+    expect(scanTextToolCalls(lfm, tools, 1)).toMatchObject({ calls: [], malformed: 1 });
+    const json = `<tool_call>${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}</tool_call>`;
+    expect(scanTextToolCalls(json, tools, 1)).toMatchObject({ format: 'hermes', calls: [] });
+  });
+
+  it('keeps a megabyte of content in one call whole, and finds no call in a megabyte of prose', () => {
+    const content = 'x'.repeat(1_000_000);
+    const call = `<tool_call>{"name":"write_file","arguments":{"path":"a","content":"${content}"}}</tool_call>`;
+    expect(JSON.parse(scanTextToolCalls(call, tools, 1)!.calls[0]!.arguments).content).toHaveLength(
+      1_000_000,
+    );
+    expect(scanTextToolCalls(`call: ${'to=functions. <function '.repeat(40_000)}`, tools, 1)).toBeNull();
+  });
+});
