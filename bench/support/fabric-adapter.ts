@@ -25,6 +25,8 @@ export function unitsConfig(extra: Record<string, unknown>): Record<string, unkn
     version: 1,
     specialists: { units: { builder: `${EXAMPLE_PACK}#buildPack` } },
     ...extra,
+    // Every contender runs the same call on every step: the fabric must not take that for a stuck run.
+    loop: { stuck_repeats: 100_000, ...((extra.loop as Record<string, unknown> | undefined) ?? {}) },
   };
 }
 

@@ -73,7 +73,8 @@ describe('runs queued in Postgres and run by fabric workers', () => {
       control: { enabled: true },
       queue: 'postgres',
       worker: { heartbeat_s: 0.3, dead_after_s: 2 },
-      loop: { max_steps: 100 },
+      // The long runs repeat one call on purpose (they are cancelled or killed): not stuck.
+      loop: { max_steps: 100, stuck_repeats: 1000 },
     });
     // Each process has its own runs directory, as on separate hosts: the server sees runs
     // only through the control plane.

@@ -30,8 +30,12 @@ describe('many runs in one fabric serve process, with the default embedded contr
   let sandbox: Sandbox;
   let llm: FakeLlmServer | undefined;
   beforeEach(async () => {
-    // Runs take the script's turns in whatever order the limiter serves them: no run may hit the step limit.
-    sandbox = await makeSandbox({ control: { enabled: true }, loop: { max_steps: 500 } });
+    // Runs take the script's turns in whatever order the limiter serves them: no run may hit the
+    // step limit, nor be taken for stuck when it happens to get many of the same call in a row.
+    sandbox = await makeSandbox({
+      control: { enabled: true },
+      loop: { max_steps: 500, stuck_repeats: 1000 },
+    });
   });
   afterEach(async () => {
     await llm?.stop();
