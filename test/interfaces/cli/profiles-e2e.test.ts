@@ -142,4 +142,23 @@ describe('fabric run with model profiles', () => {
       1, 2,
     ]);
   });
+
+  it('cuts an Ollama turn that thinks on in message.thinking, and asks again with think off', async () => {
+    const endless: ScriptedTurn = {
+      reply: { content: '', reasoning: 'Still thinking about metres. '.repeat(60) },
+      endless: true,
+    };
+    const { result, events, bodies } = await run(
+      'ollama',
+      { id: 'qwen3:8b', thinking: true },
+      { profiles: { 'qwen3*': { think: 'low', reasoning_budget: 40 } }, script: [endless, CONVERT, FINISH] },
+    );
+    expect(result.status).toBe('succeeded');
+    expect(events.find((event) => event.kind === 'reasoning_cut')).toMatchObject({
+      think_before: 'low',
+      think_after: 'off',
+    });
+    // Ollama takes a boolean for qwen3: low is true, off is false.
+    expect(bodies.map((body) => body.think)).toEqual([true, false, true]);
+  });
 });
