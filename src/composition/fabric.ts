@@ -10,6 +10,7 @@ import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
 import type { RunRequest } from '../application/run/run-request.ts';
+import type { KeptOutputs } from '../application/run/output-budget.ts';
 import { RunStarter } from '../application/run/start-run.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
@@ -26,6 +27,7 @@ import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
 import { systemClock } from '../infrastructure/clock.ts';
@@ -94,6 +96,8 @@ export class Fabric {
   readonly #llm: LlmBackends;
   /** The run use case, wired to this fabric's adapters. */
   readonly #runs: RunStarter;
+  /** Whole outputs of results cut to fit a window, beside each run's runlog (SPEC §17). */
+  readonly #kept: KeptOutputs;
   readonly #options: FabricOptions;
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
   #control: Promise<ControlPlane | null> | undefined;
@@ -129,6 +133,7 @@ export class Fabric {
     this.#llm = new LlmBackends(config.llm);
     this.catalog = this.#llm.catalog;
     this.limiter = new RequestLimiter(config.llm.max_concurrent_requests);
+    this.#kept = new FileKeptOutputs(config.runs_dir);
     const registry = this.registry;
     const llm = this.#llm;
     this.#runs = new RunStarter({
@@ -144,6 +149,7 @@ export class Fabric {
       locks: { lock: lockWorkspace },
       mirror: () => this.#controlPlane(),
       runLogStore: this.runLogStore,
+      outputs: this.#kept,
       limiter: this.limiter,
       clock: systemClock,
       owner: RUN_OWNER,
@@ -172,6 +178,11 @@ export class Fabric {
     flagModel: string | undefined,
   ): ModelChoice {
     return this.#runs.chooseFrom(probes, specialist, flagModel);
+  }
+
+  /** The whole outputs runs kept of results cut to fit their window (the viewer shows them). */
+  keptOutputs(): KeptOutputs {
+    return this.#kept;
   }
 
   /** A model id or an alias from `llm.models`, as the id it stands for (the one expansion). */

@@ -4,6 +4,7 @@
  */
 import { RunReplay } from '../application/replay/replay-run.ts';
 import { systemClock } from '../infrastructure/clock.ts';
+import { MemoryKeptOutputs } from '../infrastructure/memory/memory-kept-outputs.ts';
 import { MemoryRunLogStore } from '../infrastructure/runlog/memory-run-log-store.ts';
 import { copyReplayWorkspace } from '../infrastructure/workspace/replay-copy.ts';
 import type { Fabric } from './fabric.ts';
@@ -16,6 +17,7 @@ export function createRunReplay(fabric: Fabric): RunReplay {
     buildPack: (specialist, workspace) =>
       fabric.registry.getPack(specialist, workspace === undefined ? {} : { workspace }),
     runLogStore: () => new MemoryRunLogStore(systemClock),
+    keptOutputs: () => new MemoryKeptOutputs(),
     clock: systemClock,
     settings: {
       recoverTextToolCalls: fabric.config.loop.recover_text_tool_calls,

@@ -46,6 +46,8 @@ export interface RunEventBodies {
      * shipped settings come from, the settings, and the think level actually sent (absent when
      * the model is not known to think).
      */
+    /** The context window the run's tool results were budgeted to (SPEC §17), when known. */
+    window_tokens?: number;
     profile?: {
       matched: string[];
       source?: string;
@@ -140,6 +142,11 @@ export interface RunEventBodies {
      * line says so). Absent for tools that change no file, and in runlogs written before it.
      */
     diff?: string;
+    /**
+     * The result was larger than its share of the window (SPEC §17): `result` is its head and
+     * tail, and the whole output (`chars` long) is kept at `location` for `read_output`.
+     */
+    kept?: { chars: number; location: string };
   };
   tool_error: {
     step: number;

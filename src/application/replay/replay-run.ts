@@ -4,6 +4,7 @@
  * and the new events are compared with the log. The use case of SPEC §6's replay; it reaches the
  * world through the ports below, wired in `src/composition/replay.ts`.
  */
+import type { KeptOutputs } from '../run/output-budget.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
@@ -65,6 +66,8 @@ export interface ReplayDeps {
   readonly buildPack: (specialist: string, workspace: string | undefined) => Promise<SpecialistPack>;
   /** A fresh store for the re-run's runlog, which is a check and not a new run: not under runs/. */
   readonly runLogStore: () => RunLogStore;
+  /** Where the re-run keeps whole outputs it cuts to the original's window, as the run did. */
+  readonly keptOutputs?: () => KeptOutputs;
   readonly clock: Clock;
   readonly settings: {
     /** The config's `loop.recover_text_tool_calls`, for a run whose log does not show its own. */
@@ -153,6 +156,9 @@ export class RunReplay {
       clock: this.#deps.clock,
       signal: options.signal,
       runId: `${run.runId}.replay`,
+      // Results are cut to the window the run had, so the re-run's results read as the run's did.
+      ...(start.window_tokens === undefined ? {} : { windowTokens: start.window_tokens }),
+      ...(this.#deps.keptOutputs === undefined ? {} : { outputs: this.#deps.keptOutputs() }),
     });
     const events = (await store.read(result.run_id)).events;
     return {

@@ -17,7 +17,9 @@ import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
 import { type StuckPattern, StuckWatch, describeStuck, stuckMessage } from './stuck-watch.ts';
-import { FINISH_TOOL } from './tool-dispatch.ts';
+import { type KeptOutputs, resultBudgetChars } from './output-budget.ts';
+import { READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
+import { FINISH_TOOL, type ResultBudget } from './tool-dispatch.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
 export interface ExecuteTaskInput {
@@ -50,6 +52,10 @@ export interface ExecuteTaskInput {
   readonly tags?: Readonly<Record<string, string>>;
   /** The model's profile and the settings each request is sent with (SPEC §16). */
   readonly profile?: RunProfile;
+  /** The model's context window in tokens, when known: tool results are budgeted to it (SPEC §17). */
+  readonly windowTokens?: number;
+  /** Where whole outputs of cut results are kept; without it a large result is only cut. */
+  readonly outputs?: KeptOutputs;
 }
 
 /** A run's model profile as the loop uses it. */
@@ -93,7 +99,14 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       sentCount: 0,
     };
     const toolMap = new Map(tools.map((tool) => [tool.spec.name, tool]));
-    const specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
+    const paging = resultPaging(input, runId);
+    let specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
+    /** Once a result was cut, read_output is offered (a change of the tool list, once). */
+    const offerPaging = () => {
+      if (!paging.cut() || paging.tool === undefined || toolMap.has(READ_OUTPUT_TOOL)) return;
+      toolMap.set(READ_OUTPUT_TOOL, paging.tool);
+      specs = [...tools.map((tool) => tool.spec), paging.tool.spec, finishSpec(input.pack)];
+    };
     let outcome: StepOutcome = { kind: 'continue' };
     const watch = new StuckWatch(input.limits.stuckRepeats);
     let warned = false;
@@ -103,8 +116,10 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
+        budget: paging.budget,
         signal,
       });
+      offerPaging();
       const seen = outcome.kind === 'continue' ? watch.observe(outcome.answered ?? []) : null;
       if (seen === null) continue;
       await recorder.record({
@@ -247,6 +262,7 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     budget_s: Math.round(input.limits.budgetMs / 1000),
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
+    ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
     ...(input.profile === undefined
       ? {}
       : {
@@ -269,5 +285,27 @@ function usageFields(usage: Usage) {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.totalTokens,
+  };
+}
+
+/** A run's budget for tool results, and its paging tool once a result was kept (SPEC §17). */
+function resultPaging(input: ExecuteTaskInput, runId: string) {
+  const maxChars = resultBudgetChars(input.windowTokens);
+  const outputs = input.outputs;
+  let cut = false;
+  const budget: ResultBudget =
+    outputs === undefined
+      ? { maxChars }
+      : {
+          maxChars,
+          keep: (callId, text) => {
+            cut = true;
+            return outputs.keep(runId, callId, text);
+          },
+        };
+  return {
+    budget,
+    tool: outputs === undefined ? undefined : readOutputTool(outputs, runId, maxChars),
+    cut: () => cut,
   };
 }

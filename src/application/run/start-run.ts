@@ -11,6 +11,7 @@ import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/r
 import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
 import type { RunOwner } from '../runs/liveness-ports.ts';
 import { executeTask } from './execute-task.ts';
+import type { KeptOutputs } from './output-budget.ts';
 import { type RequestLimiter, limitRequests } from './request-limiter.ts';
 import type { RunRequest } from './run-request.ts';
 import { newRunId } from './run-id.ts';
@@ -86,6 +87,8 @@ export interface StartRunDeps {
   /** The process's mirror, opened on first use; null when the control plane is off. */
   readonly mirror: () => Promise<RunMirror | null>;
   readonly runLogStore: RunLogStore;
+  /** Where whole outputs of results cut to fit the window are kept (SPEC §17). */
+  readonly outputs?: KeptOutputs;
   readonly limiter: RequestLimiter;
   readonly clock: Clock;
   /** This process, recorded in `run_start`: a run whose process is gone shows as interrupted (SPEC §6). */
@@ -217,6 +220,9 @@ export class RunStarter {
   ): Promise<RunResult> {
     const { settings } = this.#deps;
     const specialistConfig = this.#deps.specialists.config(request.specialist);
+    const profile = runProfileFor(choice.model, settings.profiles);
+    // The window the run works in: the profile's, else the one the model is loaded with.
+    const windowTokens = profile.settings.context_length ?? choice.model.contextLength;
     return executeTask({
       specialist: request.specialist,
       task: request.task,
@@ -243,7 +249,9 @@ export class RunStarter {
       ...(request.tags === undefined ? {} : { tags: request.tags }),
       signal: request.signal,
       runId: request.runId,
-      profile: runProfileFor(choice.model, settings.profiles),
+      profile,
+      ...(windowTokens === undefined ? {} : { windowTokens }),
+      ...(this.#deps.outputs === undefined ? {} : { outputs: this.#deps.outputs }),
     });
   }
 }

@@ -4,7 +4,7 @@ import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
-import { dispatchToolCall } from './tool-dispatch.ts';
+import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
 export type StepOutcome =
@@ -33,6 +33,8 @@ export interface StepInput {
   readonly passReasoningBack?: boolean;
   /** Reasoning tokens a turn may spend before acting (the profile's `reasoning_budget`). */
   readonly reasoningBudget?: number;
+  /** What one tool result may add, and where a larger one is kept (SPEC §17). */
+  readonly budget?: ResultBudget;
   readonly finalTurn: boolean;
   readonly signal: AbortSignal;
   addUsage(usage: Usage): void;
@@ -130,6 +132,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       context,
       applyGate: !input.finalTurn,
       onlyFinish: input.finalTurn,
+      ...(input.budget === undefined ? {} : { budget: input.budget }),
     });
     switch (outcome.kind) {
       case 'answered':

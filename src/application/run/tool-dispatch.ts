@@ -8,12 +8,17 @@ import {
   type ToolOutput,
   hasFinishGate,
 } from '../ports.ts';
+import { MAX_RESULT_CHARS, cutResult } from './output-budget.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
 export const FINISH_TOOL = 'finish_task';
 
-/** Bound on what one tool result may add to the conversation. Packs bound their own output first. */
-const MAX_RESULT_CHARS = 64 * 1024;
+/** What a result may add to the conversation, and where a larger one is kept whole (SPEC §17). */
+export interface ResultBudget {
+  readonly maxChars: number;
+  /** Keeps a cut result's whole text; returns where. Without it, a larger result is only cut. */
+  readonly keep?: (callId: string, text: string) => Promise<string>;
+}
 
 /** What one tool call came to. */
 export type CallOutcome =
@@ -31,6 +36,8 @@ export async function dispatchToolCall(options: {
   context: ToolContext;
   /** On the final finish-only turn, the finish gate is not applied: the run ends either way. */
   applyGate: boolean;
+  /** What one result may add (default: 64 KiB, nothing kept). */
+  budget?: ResultBudget;
   /**
    * The final turn: the tool list stays as it was (the server's cached prefix with it, SPEC §17)
    * but every call except finish_task is refused unrun.
@@ -77,7 +84,14 @@ export async function dispatchToolCall(options: {
     return fail('invalid_arguments', `Invalid arguments for ${call.name}: ${validation.message}.`);
   try {
     const output = await tool.run(validation.value, context);
-    const result = bound(outputText(output));
+    const whole = outputText(output);
+    const budget = options.budget ?? { maxChars: MAX_RESULT_CHARS };
+    const keptAt =
+      whole.length > budget.maxChars && budget.keep !== undefined
+        ? await budget.keep(call.id, whole)
+        : undefined;
+    const result =
+      keptAt === undefined ? bound(whole, budget.maxChars) : cutResult(whole, budget.maxChars, call.id);
     const diff = typeof output === 'string' ? undefined : output.diff;
     await recorder.record({
       kind: 'tool_result',
@@ -87,6 +101,7 @@ export async function dispatchToolCall(options: {
       result,
       duration_ms: Date.now() - started,
       ...(diff ? { diff } : {}),
+      ...(keptAt === undefined ? {} : { kept: { chars: whole.length, location: keptAt } }),
     });
     return answer(call, result);
   } catch (error) {
@@ -171,8 +186,8 @@ function answer(call: ToolCall, content: string): CallOutcome {
   return { kind: 'answered', message: { role: 'tool', toolCallId: call.id, name: call.name, content } };
 }
 
-function bound(text: string): string {
-  if (text.length <= MAX_RESULT_CHARS) return text;
-  const omitted = text.length - MAX_RESULT_CHARS;
-  return `${text.slice(0, MAX_RESULT_CHARS)}\n[… ${omitted} characters cut: ask for a smaller part]`;
+function bound(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const omitted = text.length - maxChars;
+  return `${text.slice(0, maxChars)}\n[… ${omitted} characters cut: ask for a smaller part]`;
 }

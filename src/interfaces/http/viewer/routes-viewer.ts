@@ -94,11 +94,11 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
 
   /** A run's page, or the page that says why there is none. */
   const withRun =
-    (render: (c: Context, run: Awaited<ReturnType<RunIndex['read']>>) => Response) =>
+    (render: (c: Context, run: Awaited<ReturnType<RunIndex['read']>>) => Response | Promise<Response>) =>
     async (c: Context): Promise<Response> => {
       const id = c.req.param('id') ?? '';
       try {
-        return render(c, await index.read(runIdParam(id)));
+        return await render(c, await index.read(runIdParam(id)));
       } catch (error) {
         if (error instanceof ApiError || (error instanceof FabricError && error.code === 'run_not_found'))
           return send(c, problemPage('Run not found', `There is no run "${id}" here.`, nav), 404);
@@ -152,6 +152,23 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
   );
 
   app.get('/runs/:id', guarded(withRun((c, run) => send(c, runPage(run.view, run.events, nav)))));
+
+  // The whole output of a result cut to fit the window (SPEC §17), as text.
+  app.get(
+    '/runs/:id/outputs/:call',
+    guarded(
+      withRun(async (c, run) => {
+        const text = await fabric.keptOutputs().read(run.view.run_id, c.req.param('call') ?? '');
+        if (text === null)
+          return send(
+            c,
+            problemPage('No kept output', 'This run kept no whole output of that call.', nav),
+            404,
+          );
+        return c.body(text, 200, { 'content-type': 'text/plain; charset=utf-8', ...PAGE_HEADERS });
+      }),
+    ),
+  );
 
   app.get(
     '/runs/:id/after/:seq',

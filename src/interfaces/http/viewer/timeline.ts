@@ -116,6 +116,10 @@ function item(event: RunEvent): SafeHtml {
         'good',
         html`<span class="kind">✓ ${event.tool}</span> <span class="meta">${duration(event.duration_ms)}</span>${
           event.diff ? diffBlock(event.diff) : ''
+        }${
+          event.kept === undefined
+            ? ''
+            : html`<p class="meta">Cut to fit the model's window: <a href="/runs/${event.run_id}/outputs/${event.call_id}">the whole output</a> (${plural(event.kept.chars, 'character')})</p>`
         }${resultBlock(event.result)}`,
       );
     case 'tool_error':

@@ -1,0 +1,62 @@
+/**
+ * Tool output within the window's budget (SPEC §17): a result larger than its share of the
+ * model's context window is cut to a head and a tail, with a marker saying what was left out and
+ * how to read it; the whole output is kept with the run, and `read_output` pages through it.
+ */
+
+/** Where a run's whole tool outputs are kept (`runs/<id>/outputs/`), and read back. */
+export interface KeptOutputs {
+  /** Keeps `text` as the output of `callId`; returns where it is (a path, for people). */
+  keep(runId: string, callId: string, text: string): Promise<string>;
+  /** The kept output of `callId`, or null when there is none. */
+  read(runId: string, callId: string): Promise<string | null>;
+}
+
+/** What one result may add to the conversation without a window: the old fixed bound. */
+export const MAX_RESULT_CHARS = 64 * 1024;
+
+/** The smallest budget: below it a result says too little to be worth reading. */
+const MIN_RESULT_CHARS = 2000;
+
+/** Characters per token, counted low so a budget errs on the safe side. */
+const CHARS_PER_TOKEN = 3;
+
+/** A result's share of the window: a quarter of it, so a few results and the reply still fit. */
+export function resultBudgetChars(windowTokens: number | undefined): number {
+  if (windowTokens === undefined) return MAX_RESULT_CHARS;
+  const share = Math.floor((windowTokens / 4) * CHARS_PER_TOKEN);
+  return Math.min(MAX_RESULT_CHARS, Math.max(MIN_RESULT_CHARS, share));
+}
+
+/** The line numbers of `text` at character offsets `from` and `to` (1-based). */
+function lineAt(text: string, offset: number): number {
+  let line = 1;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) line += 1;
+  return line;
+}
+
+/**
+ * `text` cut to `maxChars`: 60% head, 40% tail, and between them a marker naming what was left
+ * out and the `read_output` call that reads on from there.
+ */
+export function cutResult(text: string, maxChars: number, callId: string): string {
+  if (text.length <= maxChars) return text;
+  const headChars = Math.floor(maxChars * 0.6);
+  const tailChars = maxChars - headChars;
+  const tailFrom = text.length - tailChars;
+  const lines = lineAt(text, text.length);
+  const marker =
+    `\n[… ${text.length - headChars - tailChars} of ${text.length} characters left out here ` +
+    `(lines ${lineAt(text, headChars)}–${lineAt(text, tailFrom)} of ${lines}). The whole output is kept: ` +
+    `call read_output with {"call_id": "${callId}", "offset": ${headChars}} to read on from there.]\n`;
+  return `${text.slice(0, headChars)}${marker}${text.slice(tailFrom)}`;
+}
+
+/** One page of a kept output, with where the next one starts. */
+export function pageOf(text: string, offset: number, maxChars: number): string {
+  const from = Math.min(Math.max(0, offset), text.length);
+  const to = Math.min(text.length, from + maxChars);
+  const next =
+    to < text.length ? `next: call read_output with "offset": ${to}.` : 'this is the end of the output.';
+  return `[characters ${from}–${to} of ${text.length}; ${next}]\n${text.slice(from, to)}`;
+}
