@@ -145,6 +145,7 @@ export class Fabric {
       models: {
         probe: (signal) => llm.catalog.probe(signal),
         chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
+        loadAt: (choice, contextLength, signal) => llm.loadAt(choice, contextLength, signal),
       },
       locks: { lock: lockWorkspace },
       mirror: () => this.#controlPlane(),
@@ -162,6 +163,7 @@ export class Fabric {
         configDigest: config.digest,
         fabricVersion: FABRIC_VERSION,
         profiles: config.profiles,
+        ...(config.llm.context_length === undefined ? {} : { contextLength: config.llm.context_length }),
       },
     });
   }

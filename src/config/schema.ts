@@ -63,6 +63,8 @@ export const LlmSchema = v.strictObject({
   max_concurrent_requests: v.optional(positiveInt, 4),
   retry: v.optional(RetrySchema, {}),
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
+  /** The context window runs want (a profile's context_length overrides it): LM Studio loads a model at it (SPEC §17). */
+  context_length: v.optional(positiveInt),
 });
 
 /** How hard a thinking model thinks (SPEC §16); `off` turns thinking off where the server can. */

@@ -48,6 +48,8 @@ export interface RunEventBodies {
      */
     /** The context window the run's tool results were budgeted to (SPEC §17), when known. */
     window_tokens?: number;
+    /** How that window came to be, when a reader should know (SPEC §17): loaded now, or less than asked for. */
+    window_note?: string;
     profile?: {
       matched: string[];
       source?: string;

@@ -7,7 +7,7 @@ import {
   ollamaCatalog,
   ollamaUnknownRoute,
 } from './fake-llm-catalog.ts';
-import { findModel, jsonAnswer, ollamaRegistryName } from './fake-llm-models.ts';
+import { findModel, jsonAnswer, loadedContextOf, ollamaRegistryName } from './fake-llm-models.ts';
 import { ollamaNativeBody, ollamaNativeShapeError, ollamaNativeStream } from './fake-llm-ollama-chat.ts';
 import {
   defaultStyle,
@@ -59,12 +59,45 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
   const sockets = new Set<Socket>();
   const ollamaVersion = options.ollamaVersion ?? '0.12.6';
 
+  /**
+   * LM Studio's `POST /api/v1/models/load` (0.4.0+): loads the model at the context asked for (at
+   * most its trained length, or `loadsAtMost`), and answers with its load config.
+   */
+  const loadModel = (body: unknown): Answer => {
+    const request = (body ?? {}) as { model?: unknown; context_length?: unknown };
+    const model = (options.models ?? []).find((m) => m.id === request.model);
+    if (model === undefined)
+      return jsonAnswer(404, {
+        error: { type: 'model_not_found', message: `Model "${String(request.model)}" not found` },
+      });
+    const asked =
+      typeof request.context_length === 'number' ? request.context_length : loadedContextOf(model);
+    const context = Math.min(asked, model.maxContextLength ?? asked, model.loadsAtMost ?? asked);
+    model.loaded = true;
+    model.contextLength = context;
+    return jsonAnswer(200, {
+      type: 'llm',
+      instance_id: model.id,
+      load_time_seconds: 0.42,
+      status: 'loaded',
+      load_config: { context_length: context, eval_batch_size: 512, parallel: 4, flash_attention: true },
+    });
+  };
+
   const route = async (method: string, path: string, body: unknown, rawBody: string): Promise<Answer> => {
     if (
       method === 'POST' &&
       (path === '/v1/chat/completions' || (flavor === 'ollama' && path === '/api/chat'))
     ) {
       return chat(path === '/api/chat' ? 'native' : 'openai', body, rawBody);
+    }
+    if (
+      flavor === 'lm_studio' &&
+      method === 'POST' &&
+      path === '/api/v1/models/load' &&
+      options.lmStudioV1Api === true
+    ) {
+      return loadModel(body);
     }
     if (flavor === 'lm_studio') {
       return (

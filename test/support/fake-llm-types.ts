@@ -19,6 +19,8 @@ export interface FakeModel {
   maxContextLength?: number;
   /** A thinking model: Ollama's `thinking` capability (0.9.0+), LM Studio v1's `capabilities.reasoning`. */
   thinking?: boolean;
+  /** LM Studio loads it at no more than this, whatever context is asked for (memory). */
+  loadsAtMost?: number;
 }
 
 /** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */

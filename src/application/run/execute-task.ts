@@ -54,6 +54,8 @@ export interface ExecuteTaskInput {
   readonly profile?: RunProfile;
   /** The model's context window in tokens, when known: tool results are budgeted to it (SPEC §17). */
   readonly windowTokens?: number;
+  /** How the window came to be, when a reader should know (loaded now, less than asked for). */
+  readonly windowNote?: string;
   /** Where whole outputs of cut results are kept; without it a large result is only cut. */
   readonly outputs?: KeptOutputs;
 }
@@ -263,6 +265,7 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
     ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
+    ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
     ...(input.profile === undefined
       ? {}
       : {

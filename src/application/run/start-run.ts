@@ -5,12 +5,13 @@
  * orchestrator starts runs through it; it reaches the world only through the ports below.
  */
 import { runProfileFor } from '../models/run-profile.ts';
+import { type RunWindow, runWindowFor } from '../models/run-window.ts';
 import type { ModelProfile, SpecialistConfig } from '../../config/schema.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
 import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
 import type { RunOwner } from '../runs/liveness-ports.ts';
-import { executeTask } from './execute-task.ts';
+import { type RunProfile, executeTask } from './execute-task.ts';
 import type { KeptOutputs } from './output-budget.ts';
 import { type RequestLimiter, limitRequests } from './request-limiter.ts';
 import type { RunRequest } from './run-request.ts';
@@ -33,6 +34,8 @@ export interface RunSpecialists {
 export interface RunModels {
   probe(signal?: AbortSignal): Promise<readonly BackendProbe[]>;
   chatClientFor(choice: ModelChoice, resolve: ResolveOptions, signal?: AbortSignal): Promise<ChatClient>;
+  /** Loads the model at a context window where the backend can; the window it got (SPEC §17). */
+  loadAt?(choice: ModelChoice, contextLength: number, signal?: AbortSignal): Promise<number | undefined>;
 }
 
 /** Who holds a workspace, as a waiting run is told. */
@@ -77,6 +80,8 @@ export interface RunSettings {
   readonly fabricVersion: string;
   /** `profiles:` from the config, over the shipped ones (SPEC §16). */
   readonly profiles?: Readonly<Record<string, ModelProfile>>;
+  /** `llm.context_length`: the window runs want when the profile names none (SPEC §17). */
+  readonly contextLength?: number;
 }
 
 /** What the run use case reaches the world through. */
@@ -169,6 +174,16 @@ export class RunStarter {
     const choice = await this.#choose(resolve, request.signal);
     request.onModelChosen?.(choice);
     const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
+    const profile = runProfileFor(choice.model, deps.settings.profiles);
+    const target = profile.settings.context_length ?? deps.settings.contextLength;
+    const loadAt = deps.models.loadAt;
+    const window = await runWindowFor(
+      choice.model,
+      target,
+      loadAt === undefined
+        ? undefined
+        : (context) => loadAt.call(deps.models, choice, context, request.signal),
+    );
     // Starts on the chosen backend; fails over to another backend with a suitable model.
     const chat = limitRequests(
       await deps.models.chatClientFor(choice, resolve, request.signal),
@@ -199,7 +214,11 @@ export class RunStarter {
     }
     const observer = mirror?.observe(runId, request.onNotice ?? (() => {}));
     try {
-      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, observer);
+      return await this.#execute({ ...request, runId }, choice, pack, chat, workspace, observer, {
+        profile:
+          target === undefined ? profile : { ...profile, turn: { ...profile.turn, contextLength: target } },
+        window,
+      });
     } finally {
       mirror?.release(runId);
       await lease?.release();
@@ -217,12 +236,11 @@ export class RunStarter {
     chat: ChatClient,
     workspace: string | undefined,
     mirror: RunObserver | undefined,
+    fit: { readonly profile: RunProfile; readonly window: RunWindow },
   ): Promise<RunResult> {
     const { settings } = this.#deps;
     const specialistConfig = this.#deps.specialists.config(request.specialist);
-    const profile = runProfileFor(choice.model, settings.profiles);
-    // The window the run works in: the profile's, else the one the model is loaded with.
-    const windowTokens = profile.settings.context_length ?? choice.model.contextLength;
+    const { profile, window } = fit;
     return executeTask({
       specialist: request.specialist,
       task: request.task,
@@ -250,7 +268,8 @@ export class RunStarter {
       signal: request.signal,
       runId: request.runId,
       profile,
-      ...(windowTokens === undefined ? {} : { windowTokens }),
+      ...(window.tokens === undefined ? {} : { windowTokens: window.tokens }),
+      ...(window.note === undefined ? {} : { windowNote: window.note }),
       ...(this.#deps.outputs === undefined ? {} : { outputs: this.#deps.outputs }),
     });
   }

@@ -1,3 +1,4 @@
+import { loadLmStudioModel } from './lmstudio/lmstudio-load.ts';
 import type { BackendKind, BackendProbe, ChatClient } from '../../application/ports.ts';
 import {
   type ModelChoice,
@@ -23,6 +24,7 @@ export class LlmBackends {
   readonly health: HealthBook;
   readonly #lmStudio: LmStudioBackend | undefined;
   readonly #ollamaUrl: string;
+  readonly #loadTimeoutMs: number;
   readonly #ollama: OllamaChatClient;
   #probes: readonly BackendProbe[] = [];
 
@@ -47,6 +49,7 @@ export class LlmBackends {
             health: this.health,
           });
     this.#ollamaUrl = llm.ollama_url;
+    this.#loadTimeoutMs = llm.request_timeout_s * 1000;
     this.#ollama = new OllamaChatClient({
       ...chat,
       baseUrl: llm.ollama_url,
@@ -59,6 +62,29 @@ export class LlmBackends {
     });
     const ollamaCatalog = new OllamaCatalog(llm.ollama_url, llm.probe_timeout_ms);
     this.catalog = new CompositeCatalog([...(this.#lmStudio ? [this.#lmStudio] : []), ollamaCatalog]);
+  }
+
+  /**
+   * Loads the chosen model at `contextLength` where the backend can (LM Studio's REST API) and
+   * returns the window it was loaded at; undefined where it cannot (Ollama sizes its window per
+   * request, an older LM Studio loads on the first request).
+   */
+  async loadAt(
+    choice: ModelChoice,
+    contextLength: number,
+    signal?: AbortSignal,
+  ): Promise<number | undefined> {
+    if (choice.model.backend !== 'lm_studio') return undefined;
+    const loaded = await loadLmStudioModel(
+      choice.model.baseUrl,
+      choice.model.id,
+      contextLength,
+      this.#loadTimeoutMs,
+      signal,
+    );
+    // What the servers have changed: the next run asks them again.
+    if (loaded !== undefined) this.catalog.invalidate();
+    return loaded;
   }
 
   /**

@@ -54,6 +54,7 @@ export class ProgressReporter implements RunObserver {
           `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
         );
         if (event.model_reason) this.#line(s.dim(`  model: ${event.model_reason}`));
+        if (event.window_note) this.#line(s.yellow(`  window: ${event.window_note}`));
         break;
       case 'llm_request':
         if (event.final_turn) this.#finalTurn = true;

@@ -1,0 +1,46 @@
+/**
+ * The context window a run works in (SPEC §17). With a target (the profile's `context_length`,
+ * else `llm.context_length`), a model LM Studio has not loaded is loaded at it and the loaded
+ * window read back (LM Studio may load less); a model already loaded at less is used as it is,
+ * and that is said once, in the run's `run_start`. Ollama sizes its window per request, capped
+ * at the target.
+ */
+import type { CatalogModel } from '../ports.ts';
+
+/** The window, and what a reader should know about how it came to be. */
+export interface RunWindow {
+  readonly tokens: number | undefined;
+  readonly note?: string;
+}
+
+/** Loads the model at a window where the backend can; the window it got, or undefined. */
+export type LoadAt = (contextLength: number) => Promise<number | undefined>;
+
+export async function runWindowFor(
+  model: Pick<CatalogModel, 'id' | 'backend' | 'loaded' | 'contextLength'>,
+  target: number | undefined,
+  loadAt: LoadAt | undefined,
+): Promise<RunWindow> {
+  if (target === undefined) return { tokens: model.contextLength };
+  if (model.backend !== 'lm_studio') return { tokens: target };
+  if (model.loaded === false && loadAt !== undefined) {
+    const loaded = await loadAt(target);
+    if (loaded === undefined)
+      return {
+        tokens: undefined,
+        note: `LM Studio could not be asked to load ${model.id} at ${target} tokens (its REST API needs 0.4.0 or later); it loads the model with its own default window.`,
+      };
+    return loaded < target
+      ? {
+          tokens: loaded,
+          note: `LM Studio loaded ${model.id} at ${loaded} tokens, less than the ${target} asked for (memory); the run works in ${loaded}.`,
+        }
+      : { tokens: loaded, note: `LM Studio loaded ${model.id} at ${loaded} tokens.` };
+  }
+  if (model.contextLength !== undefined && model.contextLength < target)
+    return {
+      tokens: model.contextLength,
+      note: `${model.id} is already loaded at ${model.contextLength} tokens, less than the ${target} asked for, and is used as it is; unload it in LM Studio for the next run to load it at ${target}.`,
+    };
+  return { tokens: model.contextLength ?? target };
+}

@@ -1,0 +1,32 @@
+/**
+ * Loads a model on LM Studio at a chosen context window (SPEC §17) through its REST API
+ * (`POST /api/v1/models/load`, LM Studio 0.4.0+), and reads back the window it loaded: LM Studio
+ * may load less than asked (memory). Older servers answer the route with an error field: then
+ * nothing is loaded here, and LM Studio loads the model itself on the first request (JIT).
+ */
+import { asRecord, fetchJson } from '../http-json.ts';
+
+/** The window the model was loaded at, or undefined when this server cannot load it so. */
+export async function loadLmStudioModel(
+  baseUrl: string,
+  model: string,
+  contextLength: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<number | undefined> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const reply = await fetchJson(`${baseUrl}/api/v1/models/load`, {
+      method: 'POST',
+      body: { model, context_length: contextLength, echo_load_config: true },
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    const body = asRecord(reply.body);
+    if (reply.status !== 200 || body === undefined || body.error !== undefined) return undefined;
+    const loaded = asRecord(body.load_config)?.context_length;
+    return typeof loaded === 'number' && loaded > 0 ? loaded : contextLength;
+  } catch {
+    if (signal?.aborted) throw signal.reason;
+    return undefined;
+  }
+}
