@@ -153,6 +153,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       ) {
         return chatError(api, 400, `"${requested}" does not support thinking`);
       }
+      const overflow = model.enforceWindow === true ? windowOverflow(api, body, model) : undefined;
+      if (overflow !== undefined) return overflow;
     }
     // A responder answers from the request itself (which model, which task, how far the
     // conversation is), so concurrent runs cannot take each other's turns.
@@ -181,6 +183,33 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       promptTokens: estimatePromptTokens(body),
     };
     return renderTurn(api, turn, ctx);
+  };
+
+  /**
+   * A prompt over the model's window, answered as the real servers do (research/lm-server-protocols.md):
+   * LM Studio streaming, 200 with `event: error` "Input does not fit in context length" (#2322);
+   * LM Studio otherwise, 400 "…greater than the context length (n_keep: N>= n_ctx: W)…";
+   * Ollama's `/api/chat` with `truncate: false` (v0.12.4+), 400 "the input length exceeds the context length".
+   */
+  const windowOverflow = (api: ChatApi, body: object, model: FakeModel): Answer | undefined => {
+    const request = body as { stream?: unknown; options?: { num_ctx?: unknown } };
+    const window =
+      api === 'native' && typeof request.options?.num_ctx === 'number'
+        ? request.options.num_ctx
+        : loadedContextOf(model);
+    const tokens = estimatePromptTokens(body);
+    if (tokens <= window) return undefined;
+    if (api === 'native') return jsonAnswer(400, { error: 'the input length exceeds the context length' });
+    if (flavor === 'lm_studio' && request.stream === true) {
+      const message = `Input does not fit in context length. The input has ${tokens} tokens, but the context length only supports ${window} tokens.`;
+      const frame = `event: error\ndata: ${JSON.stringify({ error: { message }, message })}\n\n`;
+      return { kind: 'stream', contentType: 'text/event-stream', frames: [frame], cut: false };
+    }
+    return chatError(
+      api,
+      400,
+      `The number of tokens to keep from the initial prompt is greater than the context length (n_keep: ${tokens}>= n_ctx: ${window}). Try to load the model with a larger context length, or provide a shorter input.`,
+    );
   };
 
   const modelNotFound = (api: ChatApi, requested: string, models: FakeModel[]): Answer => {

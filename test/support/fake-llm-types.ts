@@ -21,6 +21,8 @@ export interface FakeModel {
   thinking?: boolean;
   /** LM Studio loads it at no more than this, whatever context is asked for (memory). */
   loadsAtMost?: number;
+  /** Refuse a prompt over the model's window with the server's real overflow answer. */
+  enforceWindow?: boolean;
 }
 
 /** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */
