@@ -22,6 +22,10 @@ const PARTS = {
   concurrent: { what: '100 concurrent HTTP runs against bare loops', args: tsx('concurrent-runs.ts') },
   runlog: { what: 'runlog write throughput against appendFileSync', args: tsx('runlog-throughput.ts') },
   viewer: { what: "a 1,000-step run's viewer page against its runlog", args: tsx('viewer-render.ts') },
+  cache: {
+    what: 'prompt-cache share of a 20-step run against the best possible, on one and two servers',
+    args: tsx('cache-share.ts'),
+  },
   queue: {
     what: 'runs through the Postgres queue on 1, 2, 4 workers against in-process; event lag',
     args: tsx('queue-throughput.ts'),
