@@ -104,6 +104,17 @@ export interface RunEventBodies {
     repeats: number;
     action: 'warned' | 'stopped';
   };
+  /**
+   * The conversation would have passed ~80% of the window: the oldest tool results were replaced
+   * by one-line stubs (SPEC §17). Tokens are estimates, before and after.
+   */
+  compaction: {
+    step: number;
+    window_tokens: number;
+    tokens_before: number;
+    tokens_after: number;
+    stubbed: number;
+  };
   llm_retry: {
     step: number;
     attempt: number;

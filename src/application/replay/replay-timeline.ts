@@ -142,6 +142,11 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
         tone: 'warn',
         text: `↻ retry ${event.attempt} in ${event.delay_ms} ms: ${preview(event.reason)}`,
       };
+    case 'compaction':
+      return {
+        tone: 'warn',
+        text: `⇣ compacted: ${event.stubbed} old tool result${event.stubbed === 1 ? '' : 's'} stubbed, ~${event.tokens_before} → ~${event.tokens_after} of ${event.window_tokens} tokens`,
+      };
     case 'run_stuck':
       return {
         tone: 'warn',

@@ -17,6 +17,7 @@ import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
 import { type StuckPattern, StuckWatch, describeStuck, stuckMessage } from './stuck-watch.ts';
+import { compactIfNeeded, occupancy } from './compaction.ts';
 import { type KeptOutputs, resultBudgetChars } from './output-budget.ts';
 import { READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
 import { FINISH_TOOL, type ResultBudget } from './tool-dispatch.ts';
@@ -83,7 +84,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   const log = await input.runLogStore.create(runId);
   const recorder = new RunRecorder(log, input.observers ?? []);
   const started = Date.now();
-  const state = { steps: 0, usage: ZERO_USAGE as Usage };
+  const state: RunState = { steps: 0, usage: ZERO_USAGE as Usage, last: undefined };
   let status: RunStatus = 'failed';
   let payload: Record<string, unknown> | null = null;
   let failure: { code: string; message: string } | null = null;
@@ -115,6 +116,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     let stuck: StuckPattern | null = null;
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
       state.steps += 1;
+      await keepInWindow(input, recorder, conversation, state, specs);
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
@@ -221,7 +223,7 @@ function stepInput(
   conversation: Conversation,
   tools: ReadonlyMap<string, Tool>,
   runId: string,
-  state: { steps: number; usage: Usage },
+  state: RunState,
 ) {
   return {
     chat: input.chat,
@@ -245,6 +247,8 @@ function stepInput(
     finalTurn: false,
     addUsage: (usage: Usage) => {
       state.usage = addUsage(state.usage, usage);
+      // What the server counted for this request, and how much of the conversation it held.
+      state.last = { promptTokens: usage.promptTokens, sentCount: conversation.sentCount };
     },
   };
 }
@@ -311,4 +315,40 @@ function resultPaging(input: ExecuteTaskInput, runId: string) {
     tool: outputs === undefined ? undefined : readOutputTool(outputs, runId, maxChars),
     cut: () => cut,
   };
+}
+
+/** The loop's running state. */
+interface RunState {
+  steps: number;
+  usage: Usage;
+  /** The last request's prompt tokens, as the server counted them, and the messages it held. */
+  last: { readonly promptTokens: number; readonly sentCount: number } | undefined;
+}
+
+/** Before a request: compacts the conversation when it would pass ~80% of the window (SPEC §17). */
+async function keepInWindow(
+  input: ExecuteTaskInput,
+  recorder: RunRecorder,
+  conversation: Conversation,
+  state: RunState,
+  specs: readonly ToolSpec[],
+): Promise<void> {
+  const window = input.windowTokens;
+  if (window === undefined || state.steps <= 1) return;
+  const replyRoom = Math.min(input.profile?.settings.max_output_tokens ?? 1024, Math.floor(window / 4));
+  const tokens = occupancy(conversation, state.last, JSON.stringify(specs).length);
+  const done = compactIfNeeded(conversation, tokens, window, replyRoom);
+  if (done === null) return;
+  await recorder.record({
+    kind: 'compaction',
+    step: state.steps,
+    window_tokens: window,
+    tokens_before: done.tokensBefore,
+    tokens_after: done.tokensAfter,
+    stubbed: done.stubbed,
+  });
+  // The request logs the conversation from the first message that changed, and the next
+  // occupancy starts from the estimate, not from a count of what is gone.
+  conversation.sentCount = Math.min(conversation.sentCount, done.firstChanged);
+  state.last = { promptTokens: done.tokensAfter, sentCount: conversation.messages.length };
 }

@@ -65,6 +65,13 @@ export class ProgressReporter implements RunObserver {
       case 'llm_retry':
         this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
         break;
+      case 'compaction':
+        this.#line(
+          s.yellow(
+            `  ⇣ compacted: ${plural(event.stubbed, 'old tool result')} stubbed, ~${event.tokens_before} → ~${event.tokens_after} of ${event.window_tokens} tokens`,
+          ),
+        );
+        break;
       case 'run_stuck':
         this.#line(
           s.yellow(

@@ -78,6 +78,12 @@ function item(event: RunEvent): SafeHtml {
         'warn',
         html`<span class="kind">Retry ${event.attempt}</span> <span class="meta">in ${duration(event.delay_ms)}</span>: ${event.reason}`,
       );
+    case 'compaction':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">Compacted</span> ${plural(event.stubbed, 'old tool result')} stubbed <span class="meta">~${event.tokens_before} → ~${event.tokens_after} of ${plural(event.window_tokens, 'token')}</span>`,
+      );
     case 'run_stuck':
       return li(
         event,

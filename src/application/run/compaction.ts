@@ -1,0 +1,89 @@
+/**
+ * Keeping a long run inside its window (SPEC §17). Occupancy is the server's `prompt_tokens` for
+ * the last request plus an estimate of what was added since (the estimate alone when the server
+ * reports no usage). Before a request would pass about 80% of the window, the oldest tool results
+ * are replaced by one-line stubs, in one chunk large enough (down to about half) that compaction
+ * is rare and the prefix a server has cached changes seldom; never the system prompt, the task or
+ * the last turns.
+ */
+import type { ChatMessage, ToolMessage } from '../../domain/messages.ts';
+import type { Conversation } from './model-turn.ts';
+
+/** Characters per token, counted low so the estimate errs on the full side. */
+const CHARS_PER_TOKEN = 3;
+/** Compaction starts past this share of the window... */
+export const COMPACT_AT = 0.8;
+/** ...and stubs results until the conversation is back under this share. */
+const COMPACT_TO = 0.5;
+/** The last messages are the model's working memory: never stubbed. */
+const KEEP_LAST = 4;
+/** A result shorter than this is not worth a stub. */
+const STUB_MIN_CHARS = 300;
+
+/** A message's estimated tokens: its text, its calls' arguments, a little for the framing. */
+function messageTokens(message: ChatMessage): number {
+  const calls =
+    message.role === 'assistant'
+      ? message.toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0)
+      : 0;
+  return Math.ceil((message.content.length + calls) / CHARS_PER_TOKEN) + 4;
+}
+
+export function estimateTokens(messages: readonly ChatMessage[]): number {
+  return messages.reduce((n, message) => n + messageTokens(message), 0);
+}
+
+/** What the next request will hold, in tokens. */
+export function occupancy(
+  conversation: Conversation,
+  last: { readonly promptTokens: number; readonly sentCount: number } | undefined,
+  toolsChars: number,
+): number {
+  if (last !== undefined && last.promptTokens > 0)
+    return last.promptTokens + estimateTokens(conversation.messages.slice(last.sentCount));
+  return estimateTokens(conversation.messages) + Math.ceil(toolsChars / CHARS_PER_TOKEN);
+}
+
+/** What a compaction did. */
+export interface Compaction {
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  readonly stubbed: number;
+  /** The first message it changed: the prefix a server cached ends there. */
+  readonly firstChanged: number;
+}
+
+/**
+ * Stubs the oldest tool results when `tokens` plus `replyRoom` pass 80% of `window`, until they
+ * are under half of it; null when nothing needed doing or nothing could be stubbed.
+ */
+export function compactIfNeeded(
+  conversation: Conversation,
+  tokens: number,
+  window: number,
+  replyRoom: number,
+): Compaction | null {
+  if (tokens + replyRoom <= window * COMPACT_AT) return null;
+  const target = window * COMPACT_TO - replyRoom;
+  const messages = conversation.messages;
+  let after = tokens;
+  let stubbed = 0;
+  let firstChanged = messages.length;
+  // Never the system prompt and the task (the first two), never the last turns.
+  for (let i = 2; i < messages.length - KEEP_LAST && after > target; i += 1) {
+    const message = messages[i]!;
+    if (message.role !== 'tool' || message.content.length < STUB_MIN_CHARS) continue;
+    const stub: ToolMessage = {
+      ...message,
+      // One short line: stubs stay in the conversation, so they must cost little.
+      content: `[${message.name} result (${message.content.length} chars) removed to fit the window; call again if needed]`,
+    };
+    after -= messageTokens(message) - messageTokens(stub);
+    messages[i] = stub;
+    stubbed += 1;
+    firstChanged = Math.min(firstChanged, i);
+  }
+  return stubbed === 0
+    ? null
+    : { tokensBefore: tokens, tokensAfter: Math.max(0, Math.round(after)), stubbed, firstChanged };
+}
