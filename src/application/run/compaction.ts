@@ -72,12 +72,8 @@ export function compactIfNeeded(
   // Never the system prompt and the task (the first two), never the last turns.
   for (let i = 2; i < messages.length - KEEP_LAST && after > target; i += 1) {
     const message = messages[i]!;
-    if (message.role !== 'tool' || message.content.length < STUB_MIN_CHARS) continue;
-    const stub: ToolMessage = {
-      ...message,
-      // One short line: stubs stay in the conversation, so they must cost little.
-      content: `[${message.name} result (${message.content.length} chars) removed to fit the window; call again if needed]`,
-    };
+    const stub = stubOf(message);
+    if (stub === null) continue;
     after -= messageTokens(message) - messageTokens(stub);
     messages[i] = stub;
     stubbed += 1;
@@ -86,4 +82,49 @@ export function compactIfNeeded(
   return stubbed === 0
     ? null
     : { tokensBefore: tokens, tokensAfter: Math.max(0, Math.round(after)), stubbed, firstChanged };
+}
+
+/**
+ * A message's stub, or null when it is not worth one: a long tool result becomes one short line;
+ * an old call with long string arguments (a write_file's content) keeps its shape, as servers
+ * want valid arguments, with each long string replaced by a note of its length.
+ */
+function stubOf(message: ChatMessage): ChatMessage | null {
+  if (message.role === 'tool') {
+    if (message.content.length < STUB_MIN_CHARS) return null;
+    // One short line: stubs stay in the conversation, so they must cost little.
+    const stub: ToolMessage = {
+      ...message,
+      content: `[${message.name} result (${message.content.length} chars) removed to fit the window; call again if needed]`,
+    };
+    return stub;
+  }
+  if (
+    message.role !== 'assistant' ||
+    message.toolCalls.every((call) => call.arguments.length < STUB_MIN_CHARS)
+  )
+    return null;
+  const toolCalls = message.toolCalls.map((call) => ({ ...call, arguments: shortArguments(call.arguments) }));
+  // Arguments with no long string (or not JSON) stay as they are: nothing to gain.
+  if (toolCalls.every((call, i) => call.arguments === message.toolCalls[i]!.arguments)) return null;
+  return { ...message, toolCalls };
+}
+
+function shortArguments(text: string): string {
+  if (text.length < STUB_MIN_CHARS) return text;
+  try {
+    const args = JSON.parse(text) as unknown;
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) return text;
+    return JSON.stringify(
+      Object.fromEntries(
+        Object.entries(args).map(([key, value]) =>
+          typeof value === 'string' && value.length > 200
+            ? [key, `[${value.length} chars removed to fit the window]`]
+            : [key, value],
+        ),
+      ),
+    );
+  } catch {
+    return text;
+  }
 }
