@@ -96,6 +96,8 @@ export interface CatalogModel {
   readonly maxContextLength: number | undefined;
   /** Whether the model thinks (Ollama's `thinking` capability, LM Studio's `capabilities.reasoning`); undefined when the server does not say. */
   readonly thinking?: boolean | undefined;
+  /** Requests the loaded model serves at once (LM Studio's `config.parallel`); undefined when unknown. */
+  readonly parallel?: number | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

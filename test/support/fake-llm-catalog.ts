@@ -99,7 +99,7 @@ function lmStudioV1Model(model: FakeModel): Record<string, unknown> {
             config: {
               context_length: loadedContextOf(model),
               eval_batch_size: 512,
-              parallel: 4,
+              parallel: model.parallel ?? 4,
               flash_attention: true,
               offload_kv_cache_to_gpu: true,
             },

@@ -56,6 +56,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     return byTask.find((entry) => text.includes(entry.match))?.script ?? script;
   };
   const requests: RecordedRequest[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
   const sockets = new Set<Socket>();
   const ollamaVersion = options.ollamaVersion ?? '0.12.6';
 
@@ -279,7 +281,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     const method = req.method ?? 'GET';
     const body = parseBody(rawBody);
     requests.push({ method, path, headers: flattenHeaders(req), body, receivedAt: Date.now() });
-    await write(res, await route(method, path, body, rawBody));
+    const isChat = method === 'POST' && CHAT_PATHS.has(path);
+    if (isChat) maxInFlight = Math.max(maxInFlight, ++inFlight);
+    try {
+      await write(res, await route(method, path, body, rawBody));
+    } finally {
+      if (isChat) inFlight -= 1;
+    }
   };
 
   const server = createServer((req, res) => {
@@ -307,6 +315,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     url: `http://127.0.0.1:${address.port}`,
     requests,
     chatRequests: () => requests.filter((r) => r.method === 'POST' && CHAT_PATHS.has(r.path)),
+    maxChatsInFlight: () => maxInFlight,
     push: (...turns) => {
       script.push(...turns);
     },

@@ -23,6 +23,8 @@ export interface FakeModel {
   loadsAtMost?: number;
   /** Refuse a prompt over the model's window with the server's real overflow answer. */
   enforceWindow?: boolean;
+  /** LM Studio v1's loaded_instances[].config.parallel: the requests it serves at once (default 4). */
+  parallel?: number;
 }
 
 /** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */
@@ -81,6 +83,8 @@ export interface FakeLlmServer {
   readonly requests: RecordedRequest[];
   /** Only the chat requests (/v1/chat/completions and /api/chat). */
   chatRequests(): RecordedRequest[];
+  /** The most chat requests the server was answering at once. */
+  maxChatsInFlight(): number;
   /** Appends turns to the script. */
   push(...turns: ScriptedTurn[]): void;
   /** Appends turns to the script of requests whose first user message contains `match`. */

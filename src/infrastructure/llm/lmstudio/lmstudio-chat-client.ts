@@ -36,7 +36,7 @@ export class LmStudioChatClient implements ChatClient {
     for (const url of order) {
       const client = this.#clients.get(url);
       if (!client) continue;
-      const release = this.#pool.acquire(url);
+      const release = await this.#pool.acquire(url, request.model, request.signal);
       try {
         const turn = await client.complete(request, onEvent);
         this.#pool.markUp(url);

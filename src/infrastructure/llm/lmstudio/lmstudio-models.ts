@@ -42,6 +42,7 @@ export function parseV1Models(body: unknown, baseUrl: string): CatalogModel[] | 
         // `capabilities.reasoning` (`{allowed_options, default}`) is documented but not always
         // there (lmstudio-bug-tracker #1659): present means it thinks, absent means unknown.
         ...(capabilities?.reasoning === undefined ? {} : { thinking: true }),
+        ...parallelOf(instances[0]),
         loaded: Array.isArray(entry.loaded_instances) ? instances.length > 0 : undefined,
         paramsB: parseParamSize(stringField(entry, 'params_string')),
         // The usable window is the loaded one, not the trained maximum (goose#8399).
@@ -108,4 +109,10 @@ export function parseOpenAiModels(body: unknown, baseUrl: string): CatalogModel[
       }),
     ];
   });
+}
+
+/** A loaded instance's `config.parallel` (LM Studio's concurrent predictions), when it says. */
+function parallelOf(instance: unknown): { parallel?: number } {
+  const parallel = numberField(asRecord(asRecord(instance)?.config), 'parallel');
+  return parallel !== undefined && Number.isInteger(parallel) && parallel > 0 ? { parallel } : {};
 }

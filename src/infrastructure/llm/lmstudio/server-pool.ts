@@ -9,6 +9,11 @@ interface ServerState {
   /** Of those, the ids the server has loaded (prompt-prix ADR-006: send a model where it is loaded). */
   loaded: readonly string[];
   inFlight: number;
+  /** Per loaded model: how many requests it serves at once (`config.parallel`), from the last probe. */
+  parallel: ReadonlyMap<string, number>;
+  /** Per model: requests being answered, and those waiting for a slot, first come first served. */
+  busy: Map<string, number>;
+  waiting: Map<string, (() => void)[]>;
 }
 
 /**
@@ -21,7 +26,15 @@ export class ServerPool {
   #turn = 0;
 
   constructor(urls: readonly string[], health: HealthBook) {
-    this.#servers = urls.map((url) => ({ url, models: undefined, loaded: [], inFlight: 0 }));
+    this.#servers = urls.map((url) => ({
+      url,
+      models: undefined,
+      loaded: [],
+      inFlight: 0,
+      parallel: new Map(),
+      busy: new Map(),
+      waiting: new Map(),
+    }));
     this.#health = health;
   }
 
@@ -36,6 +49,11 @@ export class ServerPool {
     if (probe.ok) {
       server.models = probe.models.map((model) => model.id);
       server.loaded = probe.models.filter((model) => model.loaded === true).map((model) => model.id);
+      server.parallel = new Map(
+        probe.models.flatMap((model) =>
+          model.parallel === undefined ? [] : [[model.id, model.parallel] as const],
+        ),
+      );
       this.#health.markUp(ServerPool.key(server.url));
     } else {
       this.#health.markDown(ServerPool.key(server.url), probe.error ?? 'probe failed');
@@ -60,13 +78,32 @@ export class ServerPool {
     return this.#health.order(ranked, (server) => ServerPool.key(server.url)).map((server) => server.url);
   }
 
-  acquire(url: string): () => void {
+  /**
+   * Takes one of the server's slots for the model (SPEC §17): a server is not sent more requests
+   * for a model at once than it serves in parallel (`config.parallel`); past that a request waits
+   * for a slot, first come first served, rather than queue inside the server and push out a
+   * cached prompt. Unknown parallelism: no limit. Aborting the signal stops the wait.
+   */
+  async acquire(url: string, model?: string, signal?: AbortSignal): Promise<() => void> {
     const server = this.#servers.find((s) => s.url === url);
-    if (server) server.inFlight += 1;
+    if (server === undefined) return () => {};
+    const key =
+      model === undefined ? undefined : [...server.parallel.keys()].find((id) => sameModel(id, model));
+    const slots = key === undefined ? undefined : server.parallel.get(key);
+    if (key !== undefined && slots !== undefined && (server.busy.get(key) ?? 0) >= slots) {
+      // The request that ends hands its slot over: the count stays as it is.
+      await waitForSlot(server, key, signal);
+    } else if (key !== undefined) server.busy.set(key, (server.busy.get(key) ?? 0) + 1);
+    server.inFlight += 1;
     let released = false;
     return () => {
-      if (server && !released) server.inFlight -= 1;
+      if (released) return;
       released = true;
+      server.inFlight -= 1;
+      if (key === undefined) return;
+      const next = server.waiting.get(key)?.shift();
+      if (next !== undefined) next();
+      else server.busy.set(key, (server.busy.get(key) ?? 1) - 1);
     };
   }
 
@@ -85,4 +122,27 @@ export class ServerPool {
   static key(url: string): string {
     return `lm_studio ${url}`;
   }
+}
+
+/** Waits until a request for `key` on `server` ends (its release hands the slot on). */
+function waitForSlot(server: ServerState, key: string, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const queue = server.waiting.get(key) ?? [];
+    server.waiting.set(key, queue);
+    const onAbort = () => {
+      const at = queue.indexOf(wake);
+      if (at >= 0) queue.splice(at, 1);
+      reject(signal?.reason);
+    };
+    const wake = () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    queue.push(wake);
+  });
 }
