@@ -40,7 +40,6 @@ interface PartialCall {
 export class StreamAssembler {
   /** The content with `<think>` blocks taken out; the reasoning from every field that carries it. */
   readonly #think = new ThinkSplitter();
-  #fieldReasoning = '';
   #reasoningTokens: number | undefined;
   readonly #calls: PartialCall[] = [];
   readonly #byIndex = new Map<number, PartialCall>();
@@ -68,7 +67,7 @@ export class StreamAssembler {
       const delta = choice.delta;
       const field = delta?.reasoning_content || delta?.reasoning;
       if (field) {
-        this.#fieldReasoning += field;
+        this.#think.addField(field);
         reasoning += field;
       }
       if (delta?.content) {
@@ -116,12 +115,7 @@ export class StreamAssembler {
     finishReason: string | null;
     usage: { prompt: number; completion: number; total: number } | null;
   } {
-    this.#think.end();
-    const tagged = this.#think.reasoning;
-    const reasoning =
-      this.#fieldReasoning + (this.#fieldReasoning !== '' && tagged !== '' ? '\n' : '') + tagged;
-    // The blank line a template leaves after `</think>` is not part of the answer.
-    const content = tagged === '' ? this.#think.content : this.#think.content.replace(/^\s+/, '');
+    const { content, reasoning } = this.#think.finish();
     const toolCalls = this.#calls
       .filter((call) => call.name !== '')
       .map((call) => ({
@@ -131,7 +125,7 @@ export class StreamAssembler {
       }));
     return {
       content,
-      ...(reasoning === '' ? {} : { reasoning }),
+      ...(reasoning === undefined ? {} : { reasoning }),
       ...(this.#reasoningTokens === undefined ? {} : { reasoningTokens: this.#reasoningTokens }),
       toolCalls,
       finishReason: this.#finishReason,

@@ -30,6 +30,13 @@ export class ThinkSplitter {
   #pending = '';
   #content = '';
   #reasoning = '';
+  /** Reasoning a server sent in a field of its own (`reasoning_content`, `reasoning`, `thinking`). */
+  #field = '';
+
+  /** Adds reasoning that came in its own field, not in the content. */
+  addField(text: string): void {
+    this.#field += text;
+  }
 
   /** The content and reasoning a delta carried (a possible partial tag at its end is held back). */
   push(delta: string): SplitText {
@@ -82,6 +89,19 @@ export class ThinkSplitter {
     }
     this.#content += rest;
     return { content: rest, reasoning: '' };
+  }
+
+  /**
+   * Ends the stream and gives the turn: the content without its `<think>` blocks (and without the
+   * blank line a template leaves after `</think>`), and the reasoning from its field and its tags,
+   * absent when there was none.
+   */
+  finish(): { content: string; reasoning?: string } {
+    this.end();
+    const tagged = this.#reasoning;
+    const reasoning = this.#field + (this.#field !== '' && tagged !== '' ? '\n' : '') + tagged;
+    const content = tagged === '' ? this.#content : this.#content.replace(/^\s+/, '');
+    return reasoning === '' ? { content } : { content, reasoning };
   }
 
   /** The whole turn so far, tags removed (reclassified after a lone `</think>`). */

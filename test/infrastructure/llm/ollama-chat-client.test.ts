@@ -138,7 +138,7 @@ describe('Ollama native chat client', () => {
     expect(body.options).toMatchObject({ num_ctx: 12000, top_k: 40, min_p: 0.05, num_predict: 512 });
     expect(body).not.toHaveProperty('think');
     expect(error.code).toBe('context_overflow');
-    expect(error.message).toMatch(/profile caps the context at 12000 tokens: raise context_length/);
+    expect(error.message).toMatch(/target window caps the context at 12000 tokens: raise context_length/);
   });
 
   it('keeps a larger window the model is already loaded with, so Ollama does not reload it', () => {

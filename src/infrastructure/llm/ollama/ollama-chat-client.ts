@@ -136,7 +136,6 @@ export class OllamaChatClient implements ChatClient {
     }
     // Content may still carry `<think>` when a template writes it there; `thinking` is its own field.
     const think = new ThinkSplitter();
-    let thinking = '';
     const toolCalls: ToolCall[] = [];
     let final: ReturnType<typeof parseOllamaLine> | undefined;
     for await (const text of ndjsonLines(response.body)) {
@@ -144,7 +143,7 @@ export class OllamaChatClient implements ChatClient {
       // A mid-stream failure is a line with an `error` field, still under HTTP 200 (errors.mdx).
       if (line.error !== undefined) throw new ServerFault(undefined, line.error);
       if (line.thinking !== '') {
-        thinking += line.thinking;
+        think.addField(line.thinking);
         onEvent({ type: 'reasoning', text: line.thinking });
       }
       if (line.content !== '') {
@@ -169,20 +168,15 @@ export class OllamaChatClient implements ChatClient {
         `The prompt filled the whole context window of "${request.model}" on ${this.label} ` +
           `(${final.promptEvalCount} prompt tokens, num_ctx ${numCtx}), so Ollama cut part of it. ` +
           (request.settings?.contextLength !== undefined && numCtx === request.settings.contextLength
-            ? `The model's profile caps the context at ${numCtx} tokens: raise context_length under profiles: in the config, or give the task in smaller parts.`
+            ? `The run's target window caps the context at ${numCtx} tokens: raise context_length (under profiles:, or llm.context_length) in the config, or give the task in smaller parts.`
             : "The model's trained length is the limit: give the task in smaller parts, or use a model with a longer context."),
         { details: { promptTokens: final.promptEvalCount, numCtx } },
       );
     }
     const prompt = final.promptEvalCount ?? 0;
     const completion = final.evalCount ?? 0;
-    think.end();
-    const tagged = think.reasoning;
     return {
-      content: tagged === '' ? think.content : think.content.replace(/^\s+/, ''),
-      ...(thinking + tagged === ''
-        ? {}
-        : { reasoning: thinking + (thinking !== '' && tagged !== '' ? '\n' : '') + tagged }),
+      ...think.finish(),
       toolCalls,
       // The native API has no 'tool_calls' reason; derive it the way Ollama's OpenAI layer does.
       finishReason:
@@ -225,7 +219,7 @@ function ollamaSampling(settings: TurnSettings | undefined): Record<string, numb
  * meaning medium), else a boolean. Only set for a model known to think (the run decides);
  * `think: true` on one that does not is a 400 (`"…" does not support thinking`).
  */
-export function ollamaThink(model: string, level: ThinkLevel | undefined): boolean | string | undefined {
+function ollamaThink(model: string, level: ThinkLevel | undefined): boolean | string | undefined {
   if (level === undefined) return undefined;
   if (/gpt-oss/i.test(model)) return level === 'off' ? 'low' : level;
   return level !== 'off';
