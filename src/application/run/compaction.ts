@@ -8,9 +8,8 @@
  */
 import type { ChatMessage, ToolMessage } from '../../domain/messages.ts';
 import type { Conversation } from './model-turn.ts';
+import { CHARS_PER_TOKEN } from './output-budget.ts';
 
-/** Characters per token, counted low so the estimate errs on the full side. */
-const CHARS_PER_TOKEN = 3;
 /** Compaction starts past this share of the window... */
 export const COMPACT_AT = 0.8;
 /** ...and stubs results until the conversation is back under this share. */
@@ -37,11 +36,12 @@ export function estimateTokens(messages: readonly ChatMessage[]): number {
 export function occupancy(
   conversation: Conversation,
   last: { readonly promptTokens: number; readonly sentCount: number } | undefined,
-  toolsChars: number,
+  toolsChars: () => number,
 ): number {
   if (last !== undefined && last.promptTokens > 0)
     return last.promptTokens + estimateTokens(conversation.messages.slice(last.sentCount));
-  return estimateTokens(conversation.messages) + Math.ceil(toolsChars / CHARS_PER_TOKEN);
+  // Without the server's count: the whole conversation, and the tools, estimated.
+  return estimateTokens(conversation.messages) + Math.ceil(toolsChars() / CHARS_PER_TOKEN);
 }
 
 /** What a compaction did. */

@@ -336,7 +336,8 @@ async function keepInWindow(
   const window = input.windowTokens;
   if (window === undefined || state.steps <= 1) return;
   const replyRoom = Math.min(input.profile?.settings.max_output_tokens ?? 1024, Math.floor(window / 4));
-  const tokens = occupancy(conversation, state.last, JSON.stringify(specs).length);
+  // The tools are serialised only when the server gave no count to start from.
+  const tokens = occupancy(conversation, state.last, () => JSON.stringify(specs).length);
   const done = compactIfNeeded(conversation, tokens, window, replyRoom);
   if (done === null) return;
   await recorder.record({

@@ -18,8 +18,8 @@ export const MAX_RESULT_CHARS = 64 * 1024;
 /** The smallest budget: below it a result says too little to be worth reading. */
 const MIN_RESULT_CHARS = 2000;
 
-/** Characters per token, counted low so a budget errs on the safe side. */
-const CHARS_PER_TOKEN = 3;
+/** Characters per token, counted low so budgets and occupancy err on the safe side (no tokenizer here). */
+export const CHARS_PER_TOKEN = 3;
 
 /** A result's share of the window: a quarter of it, so a few results and the reply still fit. */
 export function resultBudgetChars(windowTokens: number | undefined): number {

@@ -52,9 +52,9 @@ describe('compaction (SPEC §17)', () => {
 
   it("counts from the server's prompt tokens plus what came after, or estimates the whole without usage", () => {
     const c = conversation(3);
-    expect(occupancy(c, { promptTokens: 5000, sentCount: 4 }, 0)).toBe(
+    expect(occupancy(c, { promptTokens: 5000, sentCount: 4 }, () => 0)).toBe(
       5000 + estimateTokens(c.messages.slice(4)),
     );
-    expect(occupancy(c, { promptTokens: 0, sentCount: 4 }, 300)).toBe(estimateTokens(c.messages) + 100);
+    expect(occupancy(c, { promptTokens: 0, sentCount: 4 }, () => 300)).toBe(estimateTokens(c.messages) + 100);
   });
 });
