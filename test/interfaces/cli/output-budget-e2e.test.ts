@@ -1,11 +1,8 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../../src/domain/run-events.ts';
-import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { ROOT, type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { type Sandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { makeFabric } from '../http/http-harness.ts';
@@ -32,11 +29,7 @@ describe('a rust run whose one result is many times the window', () => {
   });
 
   it('gets the head and tail, a marker, and pages through the kept output', async () => {
-    workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
-    await cp(join(ROOT, 'examples/compositor'), workspace, {
-      recursive: true,
-      filter: (source) => !source.includes('/target'),
-    });
+    workspace = await exampleCrate();
     await writeFile(join(workspace, 'BIG.txt'), BIG);
     const head = Math.floor(BUDGET * 0.6);
     server = await startFakeLlmServer({
@@ -58,26 +51,14 @@ describe('a rust run whose one result is many times the window', () => {
         },
       ],
     });
-    sandbox = await makeSandbox({
-      specialists: { rust: { builder: 'builtin:rust', sandbox: { allowed_commands: ['cargo check'] } } },
-    });
-    const out = await runFabricInProcess(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--json',
-        '--config',
-        sandbox.configPath,
-        'Read BIG.txt',
-      ],
-      { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
+    sandbox = await rustSandbox();
+    const { run, events, stderr } = await runRust(
+      sandbox,
+      workspace,
+      testEnv(sandbox, server.url),
+      'Read BIG.txt',
     );
-    const run = JSON.parse(out.stdout) as RunResult;
-    expect(run.status, out.stderr).toBe('succeeded');
-    const events: RunEvent[] = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog).events;
+    expect(run.status, stderr).toBe('succeeded');
     const results = events.filter((event) => event.kind === 'tool_result');
     const read = results.find((event) => event.tool === 'read_file');
     expect(read?.kept).toMatchObject({ chars: expect.any(Number) });

@@ -1,11 +1,8 @@
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../../src/domain/run-events.ts';
-import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { ROOT, type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
+import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 /**
@@ -136,11 +133,7 @@ describe('fabric run --specialist rust with the models of 2026', () => {
   });
 
   it.each(CASES)('succeeds against %s', async (_name, flavor, turns) => {
-    workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
-    await cp(join(ROOT, 'examples/compositor'), workspace, {
-      recursive: true,
-      filter: (source) => !source.includes('/target'),
-    });
+    workspace = await exampleCrate();
     server = await startFakeLlmServer({
       flavor,
       models: [{ id: flavor === 'ollama' ? 'qwen3:8b' : 'qwen/qwen3-coder-30b', toolUse: true }],
@@ -152,36 +145,17 @@ describe('fabric run --specialist rust with the models of 2026', () => {
         FINISH,
       ],
     });
-    sandbox = await makeSandbox({
-      specialists: {
-        rust: { builder: 'builtin:rust', sandbox: { allowed_commands: ['cargo check'], timeout_s: 120 } },
-      },
-    });
+    sandbox = await rustSandbox();
     const env =
       flavor === 'ollama'
         ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
         : testEnv(sandbox, server.url);
-    const out = await runFabricInProcess(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--json',
-        '--config',
-        sandbox.configPath,
-        'Write the plan',
-      ],
-      { env, cwd: sandbox.dir },
-    );
-    const run = JSON.parse(out.stdout) as RunResult;
-    expect(run.status, out.stderr).toBe('succeeded');
+    const { run, events, stderr } = await runRust(sandbox, workspace, env, 'Write the plan');
+    expect(run.status, stderr).toBe('succeeded');
     expect(run.payload).toMatchObject({ summary: 'Wrote the plan.' });
     expect(JSON.stringify(run.payload)).not.toContain(THOUGHT);
     expect(await readFile(join(workspace, 'PLAN.md'), 'utf8')).toBe(PLAN);
     for (const request of server.chatRequests()) expect(JSON.stringify(request.body)).not.toContain(THOUGHT);
-    const events: RunEvent[] = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog).events;
     expect(events.some((event) => event.kind === 'text_fallback')).toBe(false);
     expect(events.filter((event) => event.kind === 'finish_rejected')).toEqual([]);
   });

@@ -1,11 +1,8 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../../src/domain/run-events.ts';
-import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import { ROOT, type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
+import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 /**
@@ -30,11 +27,7 @@ describe('a long run in a small window', () => {
   });
 
   it('compacts the oldest results and keeps every request within the window', async () => {
-    workspace = await mkdtemp(join(tmpdir(), 'fabric-ws-'));
-    await cp(join(ROOT, 'examples/compositor'), workspace, {
-      recursive: true,
-      filter: (source) => !source.includes('/target'),
-    });
+    workspace = await exampleCrate();
     for (let n = 1; n <= FILES; n += 1) await writeFile(join(workspace, `notes-${n}.txt`), file(n));
     const reads: ScriptedTurn[] = Array.from({ length: FILES }, (_, i) => ({
       reply: { toolCalls: [{ name: 'read_file', arguments: { path: `notes-${i + 1}.txt` } }] },
@@ -57,28 +50,15 @@ describe('a long run in a small window', () => {
         },
       ],
     });
-    sandbox = await makeSandbox({
-      loop: { max_steps: 40 },
-      specialists: { rust: { builder: 'builtin:rust', sandbox: { allowed_commands: ['cargo check'] } } },
-    });
-    const out = await runFabricInProcess(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--json',
-        '--config',
-        sandbox.configPath,
-        'Read the notes',
-      ],
-      { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
+    sandbox = await rustSandbox({ loop: { max_steps: 40 } });
+    const { run, events, stderr } = await runRust(
+      sandbox,
+      workspace,
+      testEnv(sandbox, server.url),
+      'Read the notes',
     );
-    const run = JSON.parse(out.stdout) as RunResult;
-    expect(run.status, out.stderr).toBe('succeeded');
+    expect(run.status, stderr).toBe('succeeded');
     expect(run.steps).toBe(FILES + 1);
-    const events: RunEvent[] = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog).events;
     const compactions = events.filter((event) => event.kind === 'compaction');
     expect(compactions.length).toBeGreaterThan(0);
     // Rare: each compaction goes well below the threshold.
@@ -88,6 +68,6 @@ describe('a long run in a small window', () => {
     // The reads together are several times the window; every request fitted (the fake refuses one that does not).
     const total = Array.from({ length: FILES }, (_, i) => file(i + 1).length).reduce((a, b) => a + b, 0);
     expect(total / 4).toBeGreaterThan(WINDOW * 3);
-    expect(out.stderr).toMatch(/⇣ compacted: \d+ old tool results? stubbed/);
+    expect(stderr).toMatch(/⇣ compacted: \d+ old tool results? stubbed/);
   });
 });
