@@ -176,14 +176,6 @@ export class RunStarter {
     const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
     const profile = runProfileFor(choice.model, deps.settings.profiles);
     const target = profile.settings.context_length ?? deps.settings.contextLength;
-    const loadAt = deps.models.loadAt;
-    const window = await runWindowFor(
-      choice.model,
-      target,
-      loadAt === undefined
-        ? undefined
-        : (context) => loadAt.call(deps.models, choice, context, request.signal),
-    );
     // Starts on the chosen backend; fails over to another backend with a suitable model.
     const chat = limitRequests(
       await deps.models.chatClientFor(choice, resolve, request.signal),
@@ -206,7 +198,17 @@ export class RunStarter {
     // Mirrored to the control plane off the loop's path; the run never waits for the database,
     // and a database that fails never fails the run (SPEC §7).
     let mirror: RunMirror | null;
+    let window: RunWindow;
     try {
+      // Loaded at its window once the run holds its workspace: a run refused as busy loads nothing.
+      const loadAt = deps.models.loadAt;
+      window = await runWindowFor(
+        choice.model,
+        target,
+        loadAt === undefined
+          ? undefined
+          : (context) => loadAt.call(deps.models, choice, context, request.signal),
+      );
       mirror = await deps.mirror();
     } catch (error) {
       await lease?.release();
