@@ -49,7 +49,7 @@ export function readOutputTool(outputs: KeptOutputs, runId: string, pageChars: n
       const text = await outputs.read(runId, callId);
       if (text === null)
         throw new ToolError(
-          `No output of call "${callId}" was kept; only a result cut to fit is kept whole.`,
+          `No output of call "${callId}" was kept: only a result cut to fit the window is kept whole. Give the call_id that a cut result names.`,
         );
       return pageOf(text, offset, pageChars);
     },
