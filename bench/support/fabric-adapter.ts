@@ -42,17 +42,24 @@ export function benchEnv(lmStudioUrl: string, runsDir: string): Record<string, s
   return { LM_STUDIO_URL: lmStudioUrl, OLLAMA_HOST: '127.0.0.1:9', FABRIC_RUNS_DIR: runsDir, NO_COLOR: '1' };
 }
 
-/** Loads the config file as the CLI does and builds a fabric on it. */
+/** Loads the config file as the CLI does and builds a fabric on it; runs go to `specialist` (units). */
 export async function openFabric(
   configPath: string,
   env: Record<string, string>,
   cwd: string,
+  on: { readonly specialist?: string; readonly workspace?: string } = {},
 ): Promise<BenchFabric> {
   const config = await loadConfig({ configPath, cwd, env });
   const fabric = createFabric(config, { env });
   return {
     config,
-    run: (task) => fabric.run({ specialist: 'units', task, signal: new AbortController().signal }),
+    run: (task) =>
+      fabric.run({
+        specialist: on.specialist ?? 'units',
+        task,
+        ...(on.workspace === undefined ? {} : { workspace: on.workspace }),
+        signal: new AbortController().signal,
+      }),
     ready: async () => {
       await (await fabric.controlStore())?.migrate();
     },

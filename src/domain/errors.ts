@@ -10,6 +10,7 @@ export const FABRIC_ERROR_CODES = [
   'model_not_found',
   'model_lacks_tools',
   'context_overflow',
+  'context_too_small',
   'run_stuck',
   'run_cancelled',
   'run_not_found',

@@ -114,6 +114,8 @@ export interface RunEventBodies {
     tokens_before: number;
     tokens_after: number;
     stubbed: number;
+    /** Messages replaced by the model's summary, when stubs were not enough (SPEC §17). */
+    summarised?: number;
   };
   llm_retry: {
     step: number;

@@ -83,6 +83,7 @@ describe('docs/errors.md, code by code', () => {
   let queueSandbox: Sandbox;
   let lm: FakeLlmServer;
   let ollama: FakeLlmServer;
+  let tiny: FakeLlmServer;
   let fabric: Fabric;
   let downFabric: Fabric;
   let queueFabric: Fabric;
@@ -114,6 +115,12 @@ describe('docs/errors.md, code by code', () => {
       ],
     });
     ollama = await startFakeLlmServer({ flavor: 'ollama', models: [{ id: NO_TOOLS, toolUse: false }] });
+    // Loaded at a window too small for even the units pack's prompt, tools, one result and reply.
+    tiny = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      lmStudioV1Api: true,
+      models: [{ id: MODEL, toolUse: true, contextLength: 1024 }],
+    });
     sandbox = await makeSandbox({
       specialists: {
         units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' },
@@ -140,7 +147,7 @@ describe('docs/errors.md, code by code', () => {
   });
   afterAll(async () => {
     await Promise.all([fabric?.close(), downFabric?.close(), queueFabric?.close()]);
-    await Promise.all([lm?.stop(), ollama?.stop()]);
+    await Promise.all([lm?.stop(), ollama?.stop(), tiny?.stop()]);
     await Promise.all([sandbox?.cleanup(), queueSandbox?.cleanup()]);
   });
 
@@ -240,6 +247,14 @@ describe('docs/errors.md, code by code', () => {
     backend_error: async () => [await run('units', 'REFUSED')],
     context_overflow: async () => [await run('units', 'OVERFLOW')],
     run_stuck: async () => [await run('units', 'STUCK')],
+    context_too_small: async () => {
+      const seen = await cli(['run', '-s', 'units', '--json', '--config', sandbox.configPath, 't'], {
+        LM_STUDIO_URL: tiny.url,
+      });
+      // Said before any request.
+      expect(tiny.chatRequests()).toHaveLength(0);
+      return [seen];
+    },
     run_cancelled: async () => {
       const child = spawnFabric(
         ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'HANG ctrl-c'],

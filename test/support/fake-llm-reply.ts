@@ -20,6 +20,8 @@ export interface ChatContext {
   includeUsage: boolean;
   /** Estimated prompt tokens, used when the turn scripts no usage. */
   promptTokens: number;
+  /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
+  zeroUsage?: boolean;
 }
 
 /** Fills in finish_reason and usage, and renders arguments as text (OpenAI wire) and as an object (Ollama native). */

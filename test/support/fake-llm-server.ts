@@ -155,12 +155,19 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       ) {
         return chatError(api, 400, `"${requested}" does not support thinking`);
       }
-      const overflow = model.enforceWindow === true ? windowOverflow(api, body, model) : undefined;
+      const overflow =
+        model.enforceWindow === undefined || model.enforceWindow === false
+          ? undefined
+          : windowOverflow(api, body, model);
       if (overflow !== undefined) return overflow;
     }
     // A responder answers from the request itself (which model, which task, how far the
     // conversation is), so concurrent runs cannot take each other's turns.
-    const responded = options.respond?.({ model: requested, messages: chatMessages(body) });
+    const responded = options.respond?.({
+      model: requested,
+      messages: chatMessages(body),
+      tools: toolNames(body),
+    });
     if (responded !== undefined) {
       const stream = api === 'native' ? request.stream !== false : request.stream === true;
       const usage = request.stream_options as { include_usage?: unknown } | undefined;
@@ -169,6 +176,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
         stream,
         includeUsage: usage?.include_usage === true,
         promptTokens: estimatePromptTokens(body),
+        ...(options.zeroUsage === true ? { zeroUsage: true } : {}),
       });
     }
     const turn = scriptFor(body).shift();
@@ -183,6 +191,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       stream,
       includeUsage: streamOptions?.include_usage === true,
       promptTokens: estimatePromptTokens(body),
+      ...(options.zeroUsage === true ? { zeroUsage: true } : {}),
     };
     return renderTurn(api, turn, ctx);
   };
@@ -196,9 +205,11 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
   const windowOverflow = (api: ChatApi, body: object, model: FakeModel): Answer | undefined => {
     const request = body as { stream?: unknown; options?: { num_ctx?: unknown } };
     const window =
-      api === 'native' && typeof request.options?.num_ctx === 'number'
-        ? request.options.num_ctx
-        : loadedContextOf(model);
+      typeof model.enforceWindow === 'number'
+        ? model.enforceWindow
+        : api === 'native' && typeof request.options?.num_ctx === 'number'
+          ? request.options.num_ctx
+          : loadedContextOf(model);
     const tokens = estimatePromptTokens(body);
     if (tokens <= window) return undefined;
     if (api === 'native') return jsonAnswer(400, { error: 'the input length exceeds the context length' });
@@ -250,7 +261,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       return { kind: 'stream', contentType: 'text/event-stream', frames: [frame], cut: false };
     }
     if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
-    const reply = resolveReply(turn.reply, ctx.promptTokens);
+    const resolved = resolveReply(turn.reply, ctx.promptTokens);
+    const reply = ctx.zeroUsage === true ? { ...resolved, usage: { prompt: 0, completion: 0 } } : resolved;
     const cutAfter = 'cutAfterChunks' in turn ? turn.cutAfterChunks : undefined;
     if (!ctx.stream && cutAfter === undefined) {
       return api === 'native' ? ollamaNativeBody(reply, ctx) : openAiReplyBody(reply, flavor, ctx);
@@ -369,6 +381,15 @@ function firstUserText(body: object): string {
     return user.content.map((part) => (typeof part?.text === 'string' ? part.text : '')).join('');
   }
   return '';
+}
+
+/** The names of the tools a chat request offers. */
+function toolNames(body: object): string[] {
+  const tools = (body as { tools?: unknown }).tools;
+  if (!Array.isArray(tools)) return [];
+  return tools.map((tool: { function?: { name?: unknown } }) =>
+    typeof tool?.function?.name === 'string' ? tool.function.name : '',
+  );
 }
 
 /** A chat request's messages, as the responder sees them. */

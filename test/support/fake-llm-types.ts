@@ -21,8 +21,12 @@ export interface FakeModel {
   thinking?: boolean;
   /** LM Studio loads it at no more than this, whatever context is asked for (memory). */
   loadsAtMost?: number;
-  /** Refuse a prompt over the model's window with the server's real overflow answer. */
-  enforceWindow?: boolean;
+  /**
+   * Refuse a prompt over the model's window with the server's real overflow answer; a number is
+   * the window the server really holds when it is less than it reports (LM Studio 0.4.x's
+   * auto-fit shrinking a load silently).
+   */
+  enforceWindow?: boolean | number;
   /** LM Studio v1's loaded_instances[].config.parallel: the requests it serves at once (default 4). */
   parallel?: number;
 }
@@ -114,7 +118,17 @@ export interface FakeLlmServerOptions {
    * Answers a chat request from the request itself, before any script: return a turn, or
    * undefined to take the next scripted one. For concurrent runs whose turns would interleave.
    */
-  respond?: (request: { model: string; messages: readonly FakeChatMessage[] }) => ScriptedTurn | undefined;
+  respond?: (request: {
+    model: string;
+    messages: readonly FakeChatMessage[];
+    /** The names of the tools the request offers (none for a turn asked without tools). */
+    tools: readonly string[];
+  }) => ScriptedTurn | undefined;
+  /**
+   * Report usage as all zeros, as some LM Studio builds do for streamed answers (and servers
+   * behind proxies that drop it): a client must estimate occupancy itself.
+   */
+  zeroUsage?: boolean;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */

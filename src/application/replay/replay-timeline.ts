@@ -1,3 +1,4 @@
+import { describeCompaction } from '../../domain/describe-compaction.ts';
 import { describeStuck } from '../run/stuck-watch.ts';
 import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunEvent, RunEventKind, UsageFields } from '../../domain/run-events.ts';
@@ -145,7 +146,7 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'compaction':
       return {
         tone: 'warn',
-        text: `⇣ compacted: ${event.stubbed} old tool result${event.stubbed === 1 ? '' : 's'} stubbed, ~${event.tokens_before} → ~${event.tokens_after} of ${event.window_tokens} tokens`,
+        text: `⇣ compacted: ${describeCompaction(event)}`,
       };
     case 'run_stuck':
       return {

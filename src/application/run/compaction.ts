@@ -15,7 +15,7 @@ export const COMPACT_AT = 0.8;
 /** ...and stubs results until the conversation is back under this share. */
 const COMPACT_TO = 0.5;
 /** The last messages are the model's working memory: never stubbed. */
-const KEEP_LAST = 4;
+export const KEEP_LAST = 4;
 /** A result shorter than this is not worth a stub. */
 const STUB_MIN_CHARS = 300;
 

@@ -17,9 +17,17 @@ import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
 import { type StuckPattern, StuckWatch, describeStuck, stuckMessage } from './stuck-watch.ts';
-import { compactIfNeeded, occupancy } from './compaction.ts';
-import { type KeptOutputs, resultBudgetChars } from './output-budget.ts';
-import { READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
+import { estimateTokens } from './compaction.ts';
+import { keepInWindow } from './window-keeper.ts';
+import {
+  CHARS_PER_TOKEN,
+  type KeptOutputs,
+  type WindowPlan,
+  planWindow,
+  replyRoomFor,
+  resultBudgetChars,
+} from './output-budget.ts';
+import { READ_OUTPUT_SPEC, READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
 import { FINISH_TOOL, type ResultBudget } from './tool-dispatch.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
@@ -102,7 +110,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       sentCount: 0,
     };
     const toolMap = new Map(tools.map((tool) => [tool.spec.name, tool]));
-    const paging = resultPaging(input, runId);
+    const paging = resultPaging(input, runId, windowPlanOf(input, conversation, tools));
     let specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
     /** Once a result was cut, read_output is offered (a change of the tool list, once). */
     const offerPaging = () => {
@@ -116,7 +124,24 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     let stuck: StuckPattern | null = null;
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
       state.steps += 1;
-      await keepInWindow(input, recorder, conversation, state, specs);
+      if (input.windowTokens !== undefined && state.steps > 1)
+        state.last = await keepInWindow({
+          window: input.windowTokens,
+          replyRoom: replyRoomFor(input.windowTokens, input.profile?.settings.max_output_tokens),
+          recorder,
+          conversation,
+          specs,
+          step: state.steps,
+          last: state.last,
+          chat: input.chat,
+          model: input.model.id,
+          runId,
+          ...(input.profile === undefined ? {} : { settings: input.profile.turn }),
+          signal,
+          addUsage: (usage) => {
+            state.usage = addUsage(state.usage, usage);
+          },
+        });
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
@@ -295,9 +320,30 @@ function usageFields(usage: Usage) {
   };
 }
 
+/**
+ * How the run uses its window, from what every request carries (the system prompt, the task, the
+ * tools, read_output included, as it may be offered): `context_too_small` before any request
+ * when even the minimum cannot fit (SPEC §17). Without a known window, the fixed bound.
+ */
+function windowPlanOf(
+  input: ExecuteTaskInput,
+  conversation: Conversation,
+  tools: readonly Tool[],
+): WindowPlan | undefined {
+  const window = input.windowTokens;
+  if (window === undefined) return undefined;
+  const specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
+  if (input.outputs !== undefined) specs.push(READ_OUTPUT_SPEC);
+  const fixed = {
+    promptTokens: estimateTokens(conversation.messages),
+    toolsTokens: Math.ceil(JSON.stringify(specs).length / CHARS_PER_TOKEN),
+  };
+  return planWindow(window, fixed, replyRoomFor(window, input.profile?.settings.max_output_tokens));
+}
+
 /** A run's budget for tool results, and its paging tool once a result was kept (SPEC §17). */
-function resultPaging(input: ExecuteTaskInput, runId: string) {
-  const maxChars = resultBudgetChars(input.windowTokens);
+function resultPaging(input: ExecuteTaskInput, runId: string, plan: WindowPlan | undefined) {
+  const maxChars = plan?.resultChars ?? resultBudgetChars(undefined);
   const outputs = input.outputs;
   let cut = false;
   const budget: ResultBudget =
@@ -323,33 +369,4 @@ interface RunState {
   usage: Usage;
   /** The last request's prompt tokens, as the server counted them, and the messages it held. */
   last: { readonly promptTokens: number; readonly sentCount: number } | undefined;
-}
-
-/** Before a request: compacts the conversation when it would pass ~80% of the window (SPEC §17). */
-async function keepInWindow(
-  input: ExecuteTaskInput,
-  recorder: RunRecorder,
-  conversation: Conversation,
-  state: RunState,
-  specs: readonly ToolSpec[],
-): Promise<void> {
-  const window = input.windowTokens;
-  if (window === undefined || state.steps <= 1) return;
-  const replyRoom = Math.min(input.profile?.settings.max_output_tokens ?? 1024, Math.floor(window / 4));
-  // The tools are serialised only when the server gave no count to start from.
-  const tokens = occupancy(conversation, state.last, () => JSON.stringify(specs).length);
-  const done = compactIfNeeded(conversation, tokens, window, replyRoom);
-  if (done === null) return;
-  await recorder.record({
-    kind: 'compaction',
-    step: state.steps,
-    window_tokens: window,
-    tokens_before: done.tokensBefore,
-    tokens_after: done.tokensAfter,
-    stubbed: done.stubbed,
-  });
-  // The request logs the conversation from the first message that changed, and the next
-  // occupancy starts from the estimate, not from a count of what is gone.
-  conversation.sentCount = Math.min(conversation.sentCount, done.firstChanged);
-  state.last = { promptTokens: done.tokensAfter, sentCount: conversation.messages.length };
 }

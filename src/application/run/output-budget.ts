@@ -3,6 +3,7 @@
  * model's context window is cut to a head and a tail, with a marker saying what was left out and
  * how to read it; the whole output is kept with the run, and `read_output` pages through it.
  */
+import { FabricError } from '../../domain/errors.ts';
 
 /** Where a run's whole tool outputs are kept (`runs/<id>/outputs/`), and read back. */
 export interface KeptOutputs {
@@ -26,6 +27,59 @@ export function resultBudgetChars(windowTokens: number | undefined): number {
   if (windowTokens === undefined) return MAX_RESULT_CHARS;
   const share = Math.floor((windowTokens / 4) * CHARS_PER_TOKEN);
   return Math.min(MAX_RESULT_CHARS, Math.max(MIN_RESULT_CHARS, share));
+}
+
+/** What every request of a run carries whatever it has done: the system prompt, the task, the tools. */
+export interface FixedCost {
+  /** The system prompt and the task, in tokens (estimated). */
+  readonly promptTokens: number;
+  /** The tool list as sent, in tokens (estimated). */
+  readonly toolsTokens: number;
+}
+
+/** How a run uses its window: each result's budget and the room kept for the reply. */
+export interface WindowPlan {
+  readonly resultChars: number;
+  readonly replyRoom: number;
+}
+
+/** The reply's room: the profile's `max_output_tokens` (1024 by default), at most a quarter of the window. */
+export function replyRoomFor(windowTokens: number, maxOutputTokens: number | undefined): number {
+  return Math.min(maxOutputTokens ?? 1024, Math.floor(windowTokens / 4));
+}
+
+/**
+ * Characters per token at the most, for the one test that refuses a run: it must refuse only a
+ * window that certainly cannot hold the run, so it counts what a tokenizer would at best.
+ */
+const CHARS_PER_TOKEN_AT_MOST = 4;
+
+/**
+ * A run's window plan (SPEC §17): a result may take a quarter of the window, and no more than what
+ * is left beside the fixed cost and the reply. A window that cannot hold the fixed cost, one
+ * result of the smallest budget and the reply, even counted at its smallest, is
+ * `context_too_small`, said before any request. `fixed` is counted with `CHARS_PER_TOKEN`.
+ */
+export function planWindow(windowTokens: number, fixed: FixedCost, replyRoom: number): WindowPlan {
+  const least = (tokens: number) => Math.ceil((tokens * CHARS_PER_TOKEN) / CHARS_PER_TOKEN_AT_MOST);
+  const minResult = Math.ceil(MIN_RESULT_CHARS / CHARS_PER_TOKEN_AT_MOST);
+  const prompt = least(fixed.promptTokens);
+  const tools = least(fixed.toolsTokens);
+  const needs = prompt + tools + minResult + replyRoom;
+  if (needs > windowTokens)
+    throw new FabricError(
+      'context_too_small',
+      `The model's context window is ${windowTokens} tokens, too small for this run: it needs at least about ${needs} ` +
+        `(system prompt and task ~${prompt}, tools ~${tools}, one tool result ~${minResult}, ` +
+        `the reply ~${replyRoom}). Load the model with a larger context (llm.context_length, or a profile's ` +
+        'context_length), or choose a model with a larger window.',
+    );
+  const left = windowTokens - fixed.promptTokens - fixed.toolsTokens - replyRoom;
+  const share = Math.min(windowTokens / 4, left);
+  return {
+    resultChars: Math.min(MAX_RESULT_CHARS, Math.max(MIN_RESULT_CHARS, Math.floor(share * CHARS_PER_TOKEN))),
+    replyRoom,
+  };
 }
 
 /** The line numbers of `text` at character offsets `from` and `to` (1-based). */

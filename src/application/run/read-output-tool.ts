@@ -3,6 +3,7 @@
  * of the window (SPEC §17). The loop offers it once anything was cut.
  */
 import { ToolError } from '../../domain/errors.ts';
+import type { ToolSpec } from '../../domain/messages.ts';
 import type { Tool, Validation } from '../ports.ts';
 import { type KeptOutputs, pageOf } from './output-budget.ts';
 
@@ -26,23 +27,26 @@ function validate(args: unknown): Validation<ReadOutputArgs> {
     : { ok: true, value: { call_id: record.call_id as string, offset: offset as number } };
 }
 
+/** What the model is offered (its size counts in a run's window plan before it is offered). */
+export const READ_OUTPUT_SPEC: ToolSpec = {
+  name: READ_OUTPUT_TOOL,
+  description:
+    'Read on in a tool output that was cut to fit the context window: give the call_id the cut result names, and the offset to start at (characters).',
+  parameters: {
+    type: 'object',
+    properties: {
+      call_id: { type: 'string', description: 'The call whose output was cut.' },
+      offset: { type: 'integer', minimum: 0, description: 'Where to start, in characters (default 0).' },
+    },
+    required: ['call_id'],
+    additionalProperties: false,
+  },
+};
+
 /** The paging tool of one run, pages `pageChars` long. */
 export function readOutputTool(outputs: KeptOutputs, runId: string, pageChars: number): Tool {
   return {
-    spec: {
-      name: READ_OUTPUT_TOOL,
-      description:
-        'Read on in a tool output that was cut to fit the context window: give the call_id the cut result names, and the offset to start at (characters).',
-      parameters: {
-        type: 'object',
-        properties: {
-          call_id: { type: 'string', description: 'The call whose output was cut.' },
-          offset: { type: 'integer', minimum: 0, description: 'Where to start, in characters (default 0).' },
-        },
-        required: ['call_id'],
-        additionalProperties: false,
-      },
-    },
+    spec: READ_OUTPUT_SPEC,
     validate,
     run: async (args) => {
       const { call_id: callId, offset } = args as ReadOutputArgs;

@@ -17,6 +17,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
       return EXIT.usage;
     case 'model_not_found':
     case 'model_lacks_tools':
+    // The model's window cannot hold the run's system prompt, tools, task and one result.
+    case 'context_too_small':
     case 'queue_unavailable':
     case 'backend_unavailable':
       return EXIT.noModel;

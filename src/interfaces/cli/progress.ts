@@ -1,3 +1,4 @@
+import { describeCompaction } from '../../domain/describe-compaction.ts';
 import { describeStuck } from '../../application/run/stuck-watch.ts';
 import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunObserver } from '../../application/ports.ts';
@@ -66,11 +67,7 @@ export class ProgressReporter implements RunObserver {
         this.#line(s.yellow(`  ↻ retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
         break;
       case 'compaction':
-        this.#line(
-          s.yellow(
-            `  ⇣ compacted: ${plural(event.stubbed, 'old tool result')} stubbed, ~${event.tokens_before} → ~${event.tokens_after} of ${event.window_tokens} tokens`,
-          ),
-        );
+        this.#line(s.yellow(`  ⇣ compacted: ${describeCompaction(event)}`));
         break;
       case 'run_stuck':
         this.#line(

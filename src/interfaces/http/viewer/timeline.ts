@@ -1,3 +1,4 @@
+import { describeCompaction } from '../../../domain/describe-compaction.ts';
 import { describeStuck } from '../../../application/run/stuck-watch.ts';
 import { describeRecovered } from '../../../domain/recovered-calls.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
@@ -79,11 +80,7 @@ function item(event: RunEvent): SafeHtml {
         html`<span class="kind">Retry ${event.attempt}</span> <span class="meta">in ${duration(event.delay_ms)}</span>: ${event.reason}`,
       );
     case 'compaction':
-      return li(
-        event,
-        'warn',
-        html`<span class="kind">Compacted</span> ${plural(event.stubbed, 'old tool result')} stubbed <span class="meta">~${event.tokens_before} → ~${event.tokens_after} of ${plural(event.window_tokens, 'token')}</span>`,
-      );
+      return li(event, 'warn', html`<span class="kind">Compacted</span> ${describeCompaction(event)}`);
     case 'run_stuck':
       return li(
         event,
