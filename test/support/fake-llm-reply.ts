@@ -82,8 +82,13 @@ export function splitFragments(text: string): string[] {
   return pieces;
 }
 
-/** A rough token count of a request's messages, so usage looks plausible without a script. */
+/**
+ * A rough token count of a request's prompt, so usage looks plausible without a script: the
+ * messages and the tools, which a server's template renders into the prompt and counts too.
+ */
 export function estimatePromptTokens(body: unknown): number {
-  const messages = typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : [];
-  return Math.max(1, Math.ceil(JSON.stringify(messages ?? []).length / 4));
+  const { messages, tools } =
+    typeof body === 'object' && body !== null ? (body as { messages?: unknown; tools?: unknown }) : {};
+  const toolsChars = Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools).length : 0;
+  return Math.max(1, Math.ceil((JSON.stringify(messages ?? []).length + toolsChars) / 4));
 }

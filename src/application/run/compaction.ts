@@ -14,8 +14,15 @@ import { CHARS_PER_TOKEN } from './output-budget.ts';
 export const COMPACT_AT = 0.8;
 /** ...and stubs results until the conversation is back under this share. */
 const COMPACT_TO = 0.5;
-/** The last messages are the model's working memory: never stubbed. */
-export const KEEP_LAST = 4;
+/**
+ * Where the model's working memory starts: its last turn (the call and every result it got, and
+ * anything said after), never stubbed or summarised; at least the last two messages.
+ */
+export function lastTurnStart(messages: readonly ChatMessage[]): number {
+  let i = messages.length - 2;
+  while (i > 2 && messages[i]?.role !== 'assistant') i -= 1;
+  return Math.max(2, Math.min(i, messages.length - 2));
+}
 /** A result shorter than this is not worth a stub. */
 const STUB_MIN_CHARS = 300;
 
@@ -69,8 +76,9 @@ export function compactIfNeeded(
   let after = tokens;
   let stubbed = 0;
   let firstChanged = messages.length;
-  // Never the system prompt and the task (the first two), never the last turns.
-  for (let i = 2; i < messages.length - KEEP_LAST && after > target; i += 1) {
+  // Never the system prompt and the task (the first two), never the last turn.
+  const keepFrom = lastTurnStart(messages);
+  for (let i = 2; i < keepFrom && after > target; i += 1) {
     const message = messages[i]!;
     const stub = stubOf(message);
     if (stub === null) continue;

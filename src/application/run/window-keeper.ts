@@ -8,7 +8,7 @@
 import { FabricError } from '../../domain/errors.ts';
 import type { ChatMessage, ToolSpec, Usage } from '../../domain/messages.ts';
 import type { ChatClient, TurnSettings } from '../ports.ts';
-import { COMPACT_AT, KEEP_LAST, compactIfNeeded, estimateTokens, occupancy } from './compaction.ts';
+import { COMPACT_AT, compactIfNeeded, estimateTokens, lastTurnStart, occupancy } from './compaction.ts';
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import { CHARS_PER_TOKEN } from './output-budget.ts';
 import type { RunRecorder } from './run-recorder.ts';
@@ -88,11 +88,11 @@ export async function keepInWindow(input: KeepInWindowInput): Promise<LastCount 
 }
 
 /**
- * Where the kept last turns start: a turn of the model's (or a user message), never a tool
+ * Where the kept last turn starts: a turn of the model's (or a user message), never a tool
  * result, which must follow the call it answers. Null when there is no middle to summarise.
  */
 export function summaryCut(messages: readonly ChatMessage[]): number | null {
-  let cut = messages.length - KEEP_LAST;
+  let cut = lastTurnStart(messages);
   while (cut > 2 && messages[cut]?.role === 'tool') cut -= 1;
   // At least two messages between the task and the kept turns, or nothing is gained.
   return cut >= 4 ? cut : null;

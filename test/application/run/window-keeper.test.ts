@@ -70,10 +70,10 @@ async function keep(conversation: Conversation, chat: ChatClient) {
 }
 
 describe('the summarising turn (SPEC §17)', () => {
-  it('replaces the middle with the model’s summary, asked with no tools, keeping the head and the last turns', async () => {
+  it('replaces the middle with the model’s summary, asked with no tools, keeping the head and the last turn', async () => {
     const conversation = talkative(12);
     const head = conversation.messages.slice(0, 2);
-    const tail = conversation.messages.slice(-4);
+    const tail = conversation.messages.slice(-2);
     const { chat, seen } = model('I read f0 to f9; f10 and f11 are left.');
     const { events } = await keep(conversation, chat);
     expect(seen).toHaveLength(1);
@@ -85,11 +85,11 @@ describe('the summarising turn (SPEC §17)', () => {
       role: 'assistant',
       content: expect.stringContaining('I read f0 to f9'),
     });
-    // The kept turns start with the model's own: a user line keeps the roles alternating.
+    // The kept turn is the model's own: a user line keeps the roles alternating.
     expect(messages[3]).toEqual({ role: 'user', content: 'Continue the task from your summary.' });
     expect(messages.slice(4)).toEqual(tail);
     const compaction = events.find((event) => event.kind === 'compaction');
-    expect(compaction).toMatchObject({ kind: 'compaction', summarised: 20, window_tokens: 8192 });
+    expect(compaction).toMatchObject({ kind: 'compaction', summarised: 22, window_tokens: 8192 });
     expect(events.map((event) => event.kind)).toEqual(['llm_request', 'llm_response', 'compaction']);
   });
 
