@@ -56,22 +56,23 @@ const CHARS_PER_TOKEN_AT_MOST = 4;
 
 /**
  * A run's window plan (SPEC §17): a result may take a quarter of the window, and no more than what
- * is left beside the fixed cost and the reply. A window that cannot hold the fixed cost, one
- * result of the smallest budget and the reply, even counted at its smallest, is
- * `context_too_small`, said before any request. `fixed` is counted with `CHARS_PER_TOKEN`.
+ * is left beside the fixed cost and the reply. A window that cannot hold the fixed cost and one
+ * result of the smallest budget, even counted at their smallest, is `context_too_small`, said
+ * before any request (the reply's room is not asked for there: a model may answer in less).
+ * `fixed` is counted with `CHARS_PER_TOKEN`.
  */
 export function planWindow(windowTokens: number, fixed: FixedCost, replyRoom: number): WindowPlan {
   const least = (tokens: number) => Math.ceil((tokens * CHARS_PER_TOKEN) / CHARS_PER_TOKEN_AT_MOST);
   const minResult = Math.ceil(MIN_RESULT_CHARS / CHARS_PER_TOKEN_AT_MOST);
   const prompt = least(fixed.promptTokens);
   const tools = least(fixed.toolsTokens);
-  const needs = prompt + tools + minResult + replyRoom;
+  const needs = prompt + tools + minResult;
   if (needs > windowTokens)
     throw new FabricError(
       'context_too_small',
       `The model's context window is ${windowTokens} tokens, too small for this run: it needs at least about ${needs} ` +
-        `(system prompt and task ~${prompt}, tools ~${tools}, one tool result ~${minResult}, ` +
-        `the reply ~${replyRoom}). Load the model with a larger context (llm.context_length, or a profile's ` +
+        `(system prompt and task ~${prompt}, tools ~${tools}, one tool result ~${minResult}), ` +
+        `and a reply needs room beside that. Load the model with a larger context (llm.context_length, or a profile's ` +
         'context_length), or choose a model with a larger window.',
     );
   const left = windowTokens - fixed.promptTokens - fixed.toolsTokens - replyRoom;

@@ -13,8 +13,14 @@ import { type Conversation, requestModelTurn } from './model-turn.ts';
 import { CHARS_PER_TOKEN } from './output-budget.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
-/** After stubbing, a conversation still above this share of the window is summarised. */
+/** After stubbing, a conversation still above this share of the window is summarised... */
 const SUMMARISE_AT = 0.6;
+/**
+ * ...when what a summary would replace is at least this share of the window: a summary costs a
+ * model turn, so it is not asked for a middle it cannot shrink by much (in a window the fixed
+ * prompt nearly fills, it would be asked every step).
+ */
+const SUMMARY_WORTH = 0.1;
 
 /** What the model is asked for, with no tools offered. */
 export const SUMMARY_REQUEST =
@@ -110,6 +116,7 @@ async function summarise(input: KeepInWindowInput): Promise<{ replaced: number }
   const cut = summaryCut(messages);
   if (cut === null) return null;
   const middle = messages.slice(2, cut);
+  if (estimateTokens(middle) < input.window * SUMMARY_WORTH) return null;
   const request: Conversation = {
     messages: [...messages.slice(0, cut), { role: 'user', content: SUMMARY_REQUEST }],
     sentCount: Math.min(conversation.sentCount, cut),

@@ -103,6 +103,18 @@ describe('the summarising turn (SPEC §17)', () => {
     });
   });
 
+  it('asks no summary when the middle is too small for one to help (a window the fixed prompt nearly fills)', async () => {
+    const conversation = talkative(2);
+    conversation.messages[0] = {
+      role: 'system',
+      content: 'You are a compositor engineer.'.padEnd(18_000, '.'),
+    };
+    const { chat, seen } = model('never asked');
+    await keep(conversation, chat);
+    expect(seen).toHaveLength(0);
+    expect(conversation.messages).toHaveLength(6);
+  });
+
   it('passes on any other failure of the summary request', async () => {
     const { chat } = model(new FabricError('backend_unavailable', 'gone'));
     await expect(keep(talkative(12), chat)).rejects.toThrow('gone');

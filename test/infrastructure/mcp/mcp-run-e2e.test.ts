@@ -72,7 +72,7 @@ describe('a run with MCP servers attached to the units pack by configuration', (
       { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
     );
     expect(result.stderr).not.toMatch(/failed to start/);
-    expect(result.exitCode).toBe(0);
+    expect(result.exitCode, result.stdout).toBe(0);
     const run = JSON.parse(result.stdout) as RunResult;
     expect(run.status).toBe('succeeded');
 
