@@ -29,11 +29,11 @@ export class CompositeCatalog implements ModelCatalog {
     this.#now = options.now ?? Date.now;
   }
 
-  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]> {
+  probe(signal?: AbortSignal, onProgress?: (message: string) => void): Promise<readonly BackendProbe[]> {
     if (this.#cached !== undefined && this.#now() < this.#expiresAt) return this.#cached;
     this.#expiresAt = Number.POSITIVE_INFINITY;
-    const pending = Promise.all(this.#catalogs.map((catalog) => catalog.probe(signal))).then((lists) =>
-      lists.flat(),
+    const pending = Promise.all(this.#catalogs.map((catalog) => catalog.probe(signal, onProgress))).then(
+      (lists) => lists.flat(),
     );
     this.#cached = pending;
     pending.then(

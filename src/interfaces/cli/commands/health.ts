@@ -54,9 +54,12 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
     const width = Math.max(...backends.map((b) => `${b.backend} ${b.base_url}`.length));
     for (const b of backends) {
       const state =
-        b.state === 'down' ? style.red('down') : b.usable ? style.green('up  ') : style.yellow('up  ');
+        b.state !== 'up' ? style.red(b.state) : b.usable ? style.green('up  ') : style.yellow('up  ');
+      const window = b.windows.length === 0 ? '' : `, window ${b.windows.join('/')}`;
       const detail =
-        b.state === 'down' ? (b.error ?? '') : `${plural(b.models, 'model')}, ${b.usable_models} usable`;
+        b.state !== 'up'
+          ? (b.error ?? '')
+          : `${plural(b.models, 'model')}, ${b.usable_models} usable, ${b.tool_models} with tools${window}${b.hosted ? ' (hosted: used only when named)' : ''}`;
       io.stdout.write(
         `${`${b.backend} ${b.base_url}`.padEnd(width)}  ${state}  ${`${b.latency_ms} ms`.padStart(7)}  ${detail}\n`,
       );
