@@ -134,7 +134,12 @@ export class OpenAiChatClient implements ChatClient {
         ...(result.reasoningTokens === undefined ? {} : { reasoningTokens: result.reasoningTokens }),
         toolCalls: result.toolCalls,
         finishReason: result.finishReason,
-        usage: { promptTokens: usage.prompt, completionTokens: usage.completion, totalTokens: usage.total },
+        usage: {
+          promptTokens: usage.prompt,
+          completionTokens: usage.completion,
+          totalTokens: usage.total,
+          ...(result.cachedTokens === undefined ? {} : { cachedTokens: result.cachedTokens }),
+        },
       };
     } finally {
       request.signal.removeEventListener('abort', abort);

@@ -105,7 +105,10 @@ export async function probeLlamaServer(
     const loading = health.status === 503 && /loading/i.test(bodyError(health.body) ?? '');
     if (!loading) return refusal(target, health.status, health.body, health.text, done);
     if (Date.now() + delayMs > until)
-      return done([], `still loading its model after ${Math.round(loadWaitMs / 1000)} s (load_wait_s)`);
+      return done(
+        [],
+        `still loading its model when the wait ran out (load_wait_s: ${Math.round(loadWaitMs / 1000)} s; raise it for a large model)`,
+      );
     if (!told) {
       onProgress?.(`${target.name} (llama_cpp ${target.baseUrl}) is loading its model; waiting for it.`);
       told = true;
