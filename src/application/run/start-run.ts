@@ -171,7 +171,8 @@ export class RunStarter {
     const deps = this.#deps;
     const workspace = await this.validate(request);
     const resolve = this.resolveOptions(request.specialist, request.model);
-    const choice = await this.#choose(resolve, request.signal, request.onNotice);
+    // A run waits for a server still loading its model; the notice says so when someone listens.
+    const choice = await this.#choose(resolve, request.signal, request.onNotice ?? (() => {}));
     request.onModelChosen?.(choice);
     const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
     const profile = runProfileFor(choice.model, deps.settings.profiles);

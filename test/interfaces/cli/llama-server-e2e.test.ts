@@ -98,6 +98,21 @@ describe('fabric on llama-server', () => {
     expect(gaps[2]).toBeGreaterThanOrEqual(gaps[0] ?? 0);
   });
 
+  it('reports a loading server at once in fabric health lm, without waiting', async () => {
+    server = await startFakeLlamaServer({ model: MODEL, loadingRequests: 1000 });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const env = testEnv(sandbox, 'http://127.0.0.1:9');
+    const health = await runFabricInProcess(['health', 'lm', '--config', sandbox.configPath], {
+      env,
+      cwd: sandbox.dir,
+    });
+    expect(health.exitCode).toBe(4);
+    expect(health.stdout).toMatch(
+      /llama_cpp http:\/\/127\.0\.0\.1:\d+\s+down\s+\d+ ms\s+loading its model \(HTTP 503 "Loading model"\); a run waits for it/,
+    );
+    expect(server.requests.filter((r) => r.path === '/health')).toHaveLength(1);
+  });
+
   it('fails clearly when the model is still loading after load_wait_s', async () => {
     server = await startFakeLlamaServer({ model: MODEL, loadingRequests: 1000 });
     sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url, load_wait_s: 1 }]);

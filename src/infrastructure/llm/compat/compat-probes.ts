@@ -79,7 +79,8 @@ function refusal(target: CompatProbeTarget, status: number, body: unknown, text:
 /**
  * llama.cpp's `llama-server`: `/health` answers 503 `{"error":{"code":503,"message":"Loading
  * model","type":"unavailable_error"}}` until the model is loaded, which is waited out with
- * backoff (up to `loadWaitMs`, told through `onProgress` once); then the model from `/v1/models`
+ * backoff by a caller that listens (`onProgress`, told once; up to `loadWaitMs`) and reported at
+ * once to one that does not (`fabric health lm`); then the model from `/v1/models`
  * (`meta.n_ctx_train`, `meta.n_params`) and the window and slots from `/props`
  * (`default_generation_settings.n_ctx`, `total_slots`, `chat_template_caps.supports_tool_calls`).
  */
@@ -104,6 +105,9 @@ export async function probeLlamaServer(
     if (health.status === 200) break;
     const loading = health.status === 503 && /loading/i.test(bodyError(health.body) ?? '');
     if (!loading) return refusal(target, health.status, health.body, health.text, done);
+    // Only a run waits (it says so through onProgress); `fabric health lm` and `fabric models` tell at once.
+    if (onProgress === undefined)
+      return done([], 'loading its model (HTTP 503 "Loading model"); a run waits for it');
     if (Date.now() + delayMs > until)
       return done(
         [],
