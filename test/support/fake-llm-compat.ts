@@ -129,6 +129,8 @@ export function startFakeKeyed(options: {
   script?: ScriptedTurn[];
   rateLimited?: number;
   retryAfterS?: number;
+  /** The key chat requests need, when it differs from the catalog's (a key revoked between the two). */
+  chatKey?: string;
 }): Promise<FakeLlmServer> {
   let refusals = options.rateLimited ?? 0;
   return startFakeLlmServer({
@@ -137,7 +139,7 @@ export function startFakeKeyed(options: {
     script: options.script ?? [],
     intercept: (request): Answer | undefined => {
       const sent = /^Bearer (.*)$/.exec(request.headers.authorization ?? '')?.[1];
-      if (sent !== options.key)
+      if (sent !== (isChat(request) ? (options.chatKey ?? options.key) : options.key))
         return jsonAnswer(401, {
           error: {
             message: `Incorrect API key provided: ${sent ?? ''}. You can find your API key at https://platform.openai.com/account/api-keys.`,
