@@ -58,7 +58,8 @@ export const RetrySchema = v.strictObject({
  * OpenAI-compatible endpoint with a key (OpenAI, OpenRouter, Hugging Face, a LiteLLM proxy).
  */
 export const BackendSchema = v.strictObject({
-  kind: v.picklist(['llama_cpp', 'vllm', 'openai']),
+  /** lm_studio and ollama entries join `lm_studio_urls` and set `ollama_url` (src/config/backends.ts). */
+  kind: v.picklist(['lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai']),
   /** The server's root, with or without the trailing `/v1`. */
   url: nonEmpty,
   /** How the backend is shown and named in errors; default `<kind>` (unique names required). */
@@ -182,7 +183,10 @@ export type SpecialistConfig = v.InferOutput<typeof SpecialistSchema>;
 export type SandboxConfig = v.InferOutput<typeof SandboxSchema>;
 export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
 /** A backend of `llm.backends`, with its key read from the environment (src/config/load.ts). */
-export type BackendConfig = v.InferOutput<typeof BackendSchema> & { readonly api_key?: Secret | undefined };
+export type BackendConfig = Omit<v.InferOutput<typeof BackendSchema>, 'kind'> & {
+  readonly kind: 'llama_cpp' | 'vllm' | 'openai';
+  readonly api_key?: Secret | undefined;
+};
 export type LlmConfig = Omit<v.InferOutput<typeof LlmSchema>, 'backends'> & {
   readonly backends: readonly BackendConfig[];
 };

@@ -83,9 +83,37 @@ describe('llm.backends in the config', () => {
     expect(config.llm.backends[0]?.api_key).toBeUndefined();
   });
 
+  it('takes LM Studio entries into lm_studio_urls and an Ollama entry as ollama_url; the environment still wins', async () => {
+    const listed = [
+      { kind: 'lm_studio', url: 'http://a:1234/v1' },
+      { kind: 'lm_studio', url: 'b:1234' },
+      { kind: 'ollama', url: 'http://c:11434' },
+      { kind: 'vllm', url: 'http://d:8000' },
+    ];
+    const config = await load(listed);
+    // Listed LM Studio servers replace the default localhost one the file did not ask for.
+    expect(config.llm.lm_studio_urls).toEqual(['http://a:1234', 'http://b:1234']);
+    expect(config.llm.ollama_url).toBe('http://c:11434');
+    expect(config.llm.backends.map((b) => b.kind)).toEqual(['vllm']);
+    const env = await load(listed, { LM_STUDIO_URL: 'http://e:1234', OLLAMA_HOST: 'f' });
+    expect([env.llm.lm_studio_urls, env.llm.ollama_url]).toEqual([['http://e:1234'], 'http://f:11434']);
+  });
+
+  it('refuses two Ollama servers, and keys or limits on an LM Studio entry', async () => {
+    expect(
+      await failure([
+        { kind: 'ollama', url: 'http://a:11434' },
+        { kind: 'ollama', url: 'http://b:11434' },
+      ]),
+    ).toMatch(/the fabric asks one Ollama server, and several ollama entries name one\. Keep one\./);
+    expect(await failure([{ kind: 'lm_studio', url: 'http://a:1234', api_key_env: 'K' }])).toMatch(
+      /llm\.backends\[0\] \(lm_studio\): api_key_env is not taken for lm_studio, only url\. Remove it\./,
+    );
+  });
+
   it('refuses an unknown kind, a key in the file, a twice-used name', async () => {
     expect(await failure([{ kind: 'tgi', url: 'http://a' }])).toMatch(
-      /llm\.backends\.0\.kind: expected \("llama_cpp" \| "vllm" \| "openai"\)/,
+      /llm\.backends\.0\.kind: expected \("lm_studio" \| "ollama" \| "llama_cpp" \| "vllm" \| "openai"\)/,
     );
     expect(await failure([{ kind: 'openai', url: 'http://localhost:4000', api_key: 'sk-x' }])).toMatch(
       /llm\.backends\.0\.api_key: unknown key/,
