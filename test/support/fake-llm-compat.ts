@@ -11,7 +11,10 @@
  */
 import { jsonAnswer, loadedContextOf, maxContextOf, parameterCount } from './fake-llm-models.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from './fake-llm-server.ts';
-import type { Answer, FakeModel, RecordedRequest } from './fake-llm-types.ts';
+import type { Answer, FakeLlmServerOptions, FakeModel, RecordedRequest } from './fake-llm-types.ts';
+
+/** Answers from the request itself, as startFakeLlmServer's `respond` (for batteries' concurrent runs). */
+type Respond = FakeLlmServerOptions['respond'];
 
 const CREATED = 1755211783;
 const isChat = (r: RecordedRequest) => r.method === 'POST' && r.path === '/v1/chat/completions';
@@ -22,6 +25,7 @@ export function startFakeLlamaServer(options: {
   script?: ScriptedTurn[];
   loadingRequests?: number;
   slots?: number;
+  respond?: Respond;
 }): Promise<FakeLlmServer> {
   let loading = options.loadingRequests ?? 0;
   const { model } = options;
@@ -29,6 +33,7 @@ export function startFakeLlamaServer(options: {
     flavor: 'lm_studio',
     streamStyle: 'openai',
     script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
       if (loading > 0) {
         loading -= 1;
@@ -79,6 +84,7 @@ export function startFakeVllm(options: {
   models: FakeModel[];
   script?: ScriptedTurn[];
   toolCalling?: boolean;
+  respond?: Respond;
 }): Promise<FakeLlmServer> {
   const flat = (code: number, type: string, message: string) =>
     jsonAnswer(code, { object: 'error', message, type, param: null, code });
@@ -86,6 +92,7 @@ export function startFakeVllm(options: {
     flavor: 'lm_studio',
     streamStyle: 'openai',
     script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
       if (request.method === 'GET' && request.path === '/health')
         return { kind: 'body', status: 200, contentType: 'text/plain', body: '' };
@@ -131,12 +138,14 @@ export function startFakeKeyed(options: {
   retryAfterS?: number;
   /** The key chat requests need, when it differs from the catalog's (a key revoked between the two). */
   chatKey?: string;
+  respond?: Respond;
 }): Promise<FakeLlmServer> {
   let refusals = options.rateLimited ?? 0;
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
     script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
       const sent = /^Bearer (.*)$/.exec(request.headers.authorization ?? '')?.[1];
       if (sent !== (isChat(request) ? (options.chatKey ?? options.key) : options.key))
