@@ -122,6 +122,8 @@ export interface BackendProbe {
   readonly error: string | undefined;
   /** The server refused the configured key (401/403): a configuration fault, not an outage. */
   readonly denied?: boolean | undefined;
+  /** The server is up but still loading its model (llama-server's 503 "Loading model"). */
+  readonly loading?: boolean | undefined;
   readonly models: readonly CatalogModel[];
 }
 

@@ -16,18 +16,19 @@ export interface CompatProbeTarget {
   readonly models?: readonly string[] | undefined;
 }
 
-type Done = (models: readonly CatalogModel[], error?: string, denied?: boolean) => BackendProbe;
+type Done = (models: readonly CatalogModel[], error?: string, state?: 'denied' | 'loading') => BackendProbe;
 
 function start(target: CompatProbeTarget): Done {
   const started = Date.now();
-  return (models, error, denied) => ({
+  return (models, error, state) => ({
     backend: target.kind,
     name: target.name,
     baseUrl: target.baseUrl,
     ok: error === undefined,
     latencyMs: Date.now() - started,
     error,
-    ...(denied ? { denied: true } : {}),
+    ...(state === 'denied' ? { denied: true } : {}),
+    ...(state === 'loading' ? { loading: true } : {}),
     models: target.models === undefined ? models : models.filter((m) => target.models?.includes(m.id)),
   });
 }
@@ -70,7 +71,7 @@ function refusal(target: CompatProbeTarget, status: number, body: unknown, text:
       target.apiKeyEnv === undefined
         ? 'no key is configured: set api_key_env to the variable that holds one'
         : `the key in ${target.apiKeyEnv} was refused: check it and that it may use ${target.baseUrl}`;
-    return done([], `HTTP ${status} from /v1/models: ${key}`, true);
+    return done([], `HTTP ${status} from /v1/models: ${key}`, 'denied');
   }
   const words = bodyError(body) ?? stringField(asRecord(body), 'message') ?? text.slice(0, 80);
   return done([], `/v1/models: HTTP ${status}, ${words || 'no model list'}`);
@@ -107,11 +108,12 @@ export async function probeLlamaServer(
     if (!loading) return refusal(target, health.status, health.body, health.text, done);
     // Only a run waits (it says so through onProgress); `fabric health lm` and `fabric models` tell at once.
     if (onProgress === undefined)
-      return done([], 'loading its model (HTTP 503 "Loading model"); a run waits for it');
+      return done([], 'loading its model (HTTP 503 "Loading model"); a run waits for it', 'loading');
     if (Date.now() + delayMs > until)
       return done(
         [],
         `still loading its model when the wait ran out (load_wait_s: ${Math.round(loadWaitMs / 1000)} s; raise it for a large model)`,
+        'loading',
       );
     if (!told) {
       onProgress?.(`${target.name} (llama_cpp ${target.baseUrl}) is loading its model; waiting for it.`);
