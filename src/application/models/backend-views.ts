@@ -59,7 +59,13 @@ export function backendHealthView(probe: BackendProbe) {
     name: probe.name ?? null,
     base_url: probe.baseUrl,
     hosted: isHosted(probe.backend),
-    state: probe.ok ? ('up' as const) : probe.denied ? ('denied' as const) : ('down' as const),
+    state: probe.ok
+      ? ('up' as const)
+      : probe.denied
+        ? ('denied' as const)
+        : probe.loading
+          ? ('loading' as const)
+          : ('down' as const),
     /** The windows its models are served at (one for llama-server and vLLM). */
     windows,
     /** How many of its models are known to take tools. */

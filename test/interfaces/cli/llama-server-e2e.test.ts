@@ -108,7 +108,7 @@ describe('fabric on llama-server', () => {
     });
     expect(health.exitCode).toBe(4);
     expect(health.stdout).toMatch(
-      /llama_cpp http:\/\/127\.0\.0\.1:\d+\s+down\s+\d+ ms\s+loading its model \(HTTP 503 "Loading model"\); a run waits for it/,
+      /llama_cpp http:\/\/127\.0\.0\.1:\d+\s+loading\s+\d+ ms\s+loading its model \(HTTP 503 "Loading model"\); a run waits for it/,
     );
     expect(server.requests.filter((r) => r.path === '/health')).toHaveLength(1);
   });

@@ -11,8 +11,8 @@ export const HEALTH_HELP = `Usage: fabric health lm [--json] [--config FILE]
 
 Checks every configured model backend (each LM Studio server, Ollama, each of llm.backends:
 llama-server, vLLM, keyed OpenAI-compatible endpoints), concurrently and with the probe timeout
-(llm.probe_timeout_ms): whether it answers as that server should (up, down, or denied: a key
-refused), how fast, how many models it has, how many a run could use (chat models not known to
+(llm.probe_timeout_ms): whether it answers as that server should (up, down, denied: a key
+refused, or loading its model), how fast, how many models it has, how many a run could use (chat models not known to
 lack tools) and take tools, and the windows they are served at. A hosted endpoint is used only
 for a model named. A status code alone proves nothing: LM Studio answers unknown routes 200 with
 an error field; a llama-server still loading its model is reported at once (a run waits for it).
