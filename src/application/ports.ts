@@ -10,7 +10,18 @@ import type { SpecialistConfig, ThinkLevel } from '../config/schema.ts';
 // Models
 
 /** Which kind of server a backend is. Also the `tool` column of `control.agent_run`. */
-export type BackendKind = 'lm_studio' | 'ollama';
+export type BackendKind = 'lm_studio' | 'ollama' | 'llama_cpp' | 'vllm' | 'openai';
+
+/** Every backend kind, in the order they are shown. */
+export const BACKEND_KINDS: readonly BackendKind[] = ['lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai'];
+
+/**
+ * A hosted endpoint (an OpenAI-compatible API with a key): used only when a model on it is named,
+ * never chosen on its own (SPEC §5, local first).
+ */
+export function isHosted(kind: BackendKind): boolean {
+  return kind === 'openai';
+}
 
 export interface ChatRequest {
   readonly model: string;
@@ -96,23 +107,32 @@ export interface CatalogModel {
   readonly maxContextLength: number | undefined;
   /** Whether the model thinks (Ollama's `thinking` capability, LM Studio's `capabilities.reasoning`); undefined when the server does not say. */
   readonly thinking?: boolean | undefined;
-  /** Requests the loaded model serves at once (LM Studio's `config.parallel`); undefined when unknown. */
+  /** Requests the loaded model serves at once (LM Studio's `config.parallel`, llama-server's `total_slots`); undefined when unknown. */
   readonly parallel?: number | undefined;
 }
 
 /** One backend's answer to "what do you have?". */
 export interface BackendProbe {
   readonly backend: BackendKind;
+  /** The config's name for a backend of `llm.backends`; absent for LM Studio and Ollama. */
+  readonly name?: string | undefined;
   readonly baseUrl: string;
   readonly ok: boolean;
   readonly latencyMs: number;
   readonly error: string | undefined;
+  /** The server refused the configured key (401/403): a configuration fault, not an outage. */
+  readonly denied?: boolean | undefined;
+  /** The server is up but still loading its model (llama-server's 503 "Loading model"). */
+  readonly loading?: boolean | undefined;
   readonly models: readonly CatalogModel[];
 }
 
-/** Lists what every configured backend has. Asks them concurrently, with a short timeout. */
+/**
+ * Lists what every configured backend has. Asks them concurrently, with a short timeout;
+ * `onProgress` hears about a wait worth telling (a llama-server still loading its model).
+ */
 export interface ModelCatalog {
-  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]>;
+  probe(signal?: AbortSignal, onProgress?: (message: string) => void): Promise<readonly BackendProbe[]>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -43,7 +43,11 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
     runTask: (request) => fabric.run(request),
     expandModelAlias: (name) => fabric.expandModelAlias(name),
     newRunId: () => fabric.newRunId(),
-    models: { probe: (signal) => fabric.catalog.probe(signal), refresh: () => fabric.refreshCatalog() },
+    // A battery waits for a llama-server still loading its model, as a run does.
+    models: {
+      probe: (signal) => fabric.catalog.probe(signal, () => {}),
+      refresh: () => fabric.refreshCatalog(),
+    },
     states: new BatteryStateFiles(config.runs_dir),
     loadFile: loadBatteryFile,
     paths: fileBatteryPaths,

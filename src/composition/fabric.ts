@@ -143,7 +143,7 @@ export class Fabric {
         buildPack: (name, workspace) => registry.getPack(name, workspace === undefined ? {} : { workspace }),
       },
       models: {
-        probe: (signal) => llm.catalog.probe(signal),
+        probe: (signal, onProgress) => llm.catalog.probe(signal, onProgress),
         chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
         loadAt: (choice, contextLength, signal) => llm.loadAt(choice, contextLength, signal),
       },

@@ -7,14 +7,16 @@ import { FabricError } from '../domain/errors.ts';
 import { didYouMean } from '../domain/words.ts';
 import type { Environment } from './env.ts';
 import { knownKeysAt } from './known-keys.ts';
-import { FabricConfigSchema, type ParsedConfig, type SpecialistConfig } from './schema.ts';
-import { normalizeLmStudioUrl, normalizeOllamaHost, parseLmStudioUrls } from './urls.ts';
+import { FabricConfigSchema, type LlmConfig, type ParsedConfig, type SpecialistConfig } from './schema.ts';
+import { resolveLlm } from './backends.ts';
 
 /** The shipped default config, used when no other is found. */
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../config/fabric.yaml', import.meta.url));
 
 /** The fabric's configuration, parsed, with the environment applied and relative paths resolved. */
-export interface FabricConfig extends ParsedConfig {
+export interface FabricConfig extends Omit<ParsedConfig, 'llm'> {
+  /** `llm.backends` carry their keys, read from the environment (never shown: see secret.ts). */
+  readonly llm: LlmConfig;
   /** The file it came from. */
   readonly source: string;
   /** Directory that relative paths in the file are resolved against. */
@@ -123,7 +125,7 @@ export async function buildConfig(
       details: { issues: result.issues.map((issue) => formatIssue(issue)) },
     });
   }
-  const parsed = applyEnvironment(result.output, env);
+  const parsed = applyEnvironment(result.output, env, source, raw as { llm?: unknown });
   checkQueue(parsed, source);
   const baseDir = dirname(source);
   // SPEC §14: every path in the file is relative to the file. A runs directory the file does not
@@ -164,15 +166,13 @@ async function checkRunsDir(runsDir: string, source: string, fromEnv: boolean): 
   );
 }
 
-function applyEnvironment(config: ParsedConfig, env: Environment): ParsedConfig {
-  const llm = { ...config.llm };
-  if (env.LM_STUDIO_URL) {
-    const urls = parseLmStudioUrls(env.LM_STUDIO_URL);
-    if (urls.length > 0) llm.lm_studio_urls = urls;
-  } else {
-    llm.lm_studio_urls = llm.lm_studio_urls.map(normalizeLmStudioUrl);
-  }
-  llm.ollama_url = normalizeOllamaHost(env.OLLAMA_HOST ? env.OLLAMA_HOST : llm.ollama_url);
+function applyEnvironment(
+  config: ParsedConfig,
+  env: Environment,
+  source: string,
+  raw: { llm?: unknown },
+): Omit<ParsedConfig, 'llm'> & { readonly llm: LlmConfig } {
+  const llm = resolveLlm(config.llm, env, source, raw);
   const control = { ...config.control };
   if (env.FABRIC_DSN) control.dsn = env.FABRIC_DSN;
   const search = { ...config.search };
@@ -192,7 +192,7 @@ function parseQueue(value: string): ParsedConfig['queue'] {
 }
 
 /** The queue lives in the control plane's Postgres: it needs a DSN and the plane on. */
-function checkQueue(config: ParsedConfig, source: string): void {
+function checkQueue(config: Pick<ParsedConfig, 'queue' | 'control'>, source: string): void {
   if (config.queue !== 'postgres') return;
   if (config.control.dsn === undefined || config.control.dsn.trim() === '')
     throw new FabricError(

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import type { Secret } from './secret.ts';
 
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 const nonEmpty = v.pipe(v.string(), v.minLength(1));
@@ -52,6 +53,27 @@ export const RetrySchema = v.strictObject({
   max_delay_ms: v.optional(v.pipe(v.number(), v.minValue(0)), 8000),
 });
 
+/**
+ * One backend of `llm.backends` (SPEC §5): llama.cpp's `llama-server`, vLLM, or an
+ * OpenAI-compatible endpoint with a key (OpenAI, OpenRouter, Hugging Face, a LiteLLM proxy).
+ */
+export const BackendSchema = v.strictObject({
+  /** lm_studio and ollama entries join `lm_studio_urls` and set `ollama_url` (src/config/backends.ts). */
+  kind: v.picklist(['lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai']),
+  /** The server's root, with or without the trailing `/v1`. */
+  url: nonEmpty,
+  /** How the backend is shown and named in errors; default `<kind>` (unique names required). */
+  name: v.optional(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_.-]+$/))),
+  /** The environment variable holding the API key (never the key itself). */
+  api_key_env: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))),
+  /** Only these model ids are listed (a hosted endpoint lists hundreds). */
+  models: v.optional(v.array(nonEmpty)),
+  /** The adapter's own limiter: requests it sends a minute at most. */
+  rate_limit: v.optional(v.strictObject({ requests_per_minute: positiveInt })),
+  /** How long a llama-server still loading its model is waited for at discovery. */
+  load_wait_s: v.optional(positiveInt, 120),
+});
+
 export const LlmSchema = v.strictObject({
   lm_studio_urls: v.optional(v.array(nonEmpty), ['http://localhost:1234']),
   ollama_url: v.optional(nonEmpty, 'http://localhost:11434'),
@@ -65,6 +87,8 @@ export const LlmSchema = v.strictObject({
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2))),
   /** The context window runs want (a profile's context_length overrides it): LM Studio loads a model at it (SPEC §17). */
   context_length: v.optional(positiveInt),
+  /** More backends beside LM Studio and Ollama: llama-server, vLLM, keyed OpenAI-compatible endpoints. */
+  backends: v.optional(v.array(BackendSchema), []),
 });
 
 /** How hard a thinking model thinks (SPEC §16); `off` turns thinking off where the server can. */
@@ -158,7 +182,14 @@ export type ParsedConfig = v.InferOutput<typeof FabricConfigSchema>;
 export type SpecialistConfig = v.InferOutput<typeof SpecialistSchema>;
 export type SandboxConfig = v.InferOutput<typeof SandboxSchema>;
 export type McpServerConfig = v.InferOutput<typeof McpServerSchema>;
-export type LlmConfig = v.InferOutput<typeof LlmSchema>;
+/** A backend of `llm.backends`, with its key read from the environment (src/config/load.ts). */
+export type BackendConfig = Omit<v.InferOutput<typeof BackendSchema>, 'kind'> & {
+  readonly kind: 'llama_cpp' | 'vllm' | 'openai';
+  readonly api_key?: Secret | undefined;
+};
+export type LlmConfig = Omit<v.InferOutput<typeof LlmSchema>, 'backends'> & {
+  readonly backends: readonly BackendConfig[];
+};
 export type DaemonConfig = v.InferOutput<typeof DaemonSchema>;
 export type WorkerConfig = v.InferOutput<typeof WorkerSchema>;
 export type ModelProfile = v.InferOutput<typeof ModelProfileSchema>;

@@ -44,6 +44,8 @@ export interface Usage {
   readonly promptTokens: number;
   readonly completionTokens: number;
   readonly totalTokens: number;
+  /** Prompt tokens the server's prompt cache served, when it says (llama-server `timings.cache_n`). */
+  readonly cachedTokens?: number | undefined;
 }
 
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

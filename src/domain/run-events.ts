@@ -16,6 +16,8 @@ export interface UsageFields {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
   readonly total_tokens: number;
+  /** Prompt tokens served from the server's cache, when it says (llama-server, OpenAI). */
+  readonly cached_tokens?: number;
 }
 
 /** The body of each event kind; the envelope is added by the runlog. */

@@ -119,7 +119,7 @@ describe('docs/errors.md, code by code', () => {
     tiny = await startFakeLlmServer({
       flavor: 'lm_studio',
       lmStudioV1Api: true,
-      models: [{ id: MODEL, toolUse: true, contextLength: 1024 }],
+      models: [{ id: MODEL, toolUse: true, contextLength: 512 }],
     });
     sandbox = await makeSandbox({
       specialists: {

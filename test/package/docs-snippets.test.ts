@@ -108,7 +108,13 @@ describe('the snippets of the README and docs/packs.md', () => {
       const dir = await initialised();
       await mkdir(join(dir, 'data'));
       await writeFile(join(dir, 'snippet.yaml'), snippet.text);
-      const config = await loadConfig({ cwd: dir, configPath: join(dir, 'snippet.yaml'), env: {} });
+      // The variables a snippet names for keys (llm.backends[].api_key_env) are set, as a user sets them.
+      const keys = [...snippet.text.matchAll(/api_key_env: (\w+)/g)].map((m) => [m[1] ?? '', 'sk-doc-key']);
+      const config = await loadConfig({
+        cwd: dir,
+        configPath: join(dir, 'snippet.yaml'),
+        env: Object.fromEntries(keys),
+      });
       for (const spec of Object.values(config.specialists)) {
         if (spec.builder.startsWith('builtin:')) continue;
         await expect(

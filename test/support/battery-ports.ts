@@ -111,6 +111,8 @@ export interface MemoryBatteryOptions {
   readonly script?: (model: string, task: string) => ScriptedRun;
   /** What the backends have; default: the models named in `catalog`. */
   readonly catalog?: readonly CatalogModel[];
+  /** What a hosted endpoint of llm.backends has (kind openai), beside the local catalog. */
+  readonly hosted?: readonly CatalogModel[];
   readonly aliases?: Readonly<Record<string, string>>;
   readonly failing?: readonly string[];
   readonly allowed?: readonly string[];
@@ -143,6 +145,19 @@ export function memoryBattery(options: MemoryBatteryOptions = {}): MemoryBattery
       error: undefined,
       models: catalog,
     },
+    ...(options.hosted === undefined
+      ? []
+      : [
+          {
+            backend: 'openai' as const,
+            name: 'cloud',
+            baseUrl: 'https://api.test',
+            ok: true,
+            latencyMs: 1,
+            error: undefined,
+            models: options.hosted,
+          },
+        ]),
   ];
   const aliases = options.aliases ?? {};
   const newRunId = () => `run-${String(++runIds).padStart(3, '0')}`;

@@ -104,6 +104,12 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
       }),
     );
   }
+  if (reply.timings !== undefined) {
+    // llama-server puts its timings on the last chunk before [DONE].
+    const last = tail.length - 1;
+    const data = JSON.parse((tail[last] ?? '').slice('data: '.length)) as Record<string, unknown>;
+    tail[last] = sse({ ...data, timings: reply.timings });
+  }
   tail.push('data: [DONE]\n\n');
   return { body: deltas.map((d) => chunk(d, null)), tail };
 

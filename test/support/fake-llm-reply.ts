@@ -10,6 +10,7 @@ export interface ResolvedReply {
   reasoningField: 'reasoning_content' | 'reasoning' | undefined;
   reasoningTokens: number | undefined;
   chunkChars: number | undefined;
+  timings: Record<string, number> | undefined;
 }
 
 /** What the request implies for rendering a reply. */
@@ -41,6 +42,7 @@ export function resolveReply(reply: ScriptedReply, promptTokens: number): Resolv
     reasoningField: reply.reasoningField,
     reasoningTokens: reply.reasoningTokens,
     chunkChars: reply.chunkChars,
+    timings: reply.timings,
   };
 }
 

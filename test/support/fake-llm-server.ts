@@ -245,7 +245,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       const contentType =
         turn.contentType ??
         (typeof turn.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
-      return { kind: 'body', status: turn.status, contentType, body: text };
+      return {
+        kind: 'body',
+        status: turn.status,
+        contentType,
+        body: text,
+        ...(turn.headers ? { headers: turn.headers } : {}),
+      };
     }
     if ('sseError' in turn) {
       // Native Ollama reports a mid-stream error as an NDJSON line with an error field, still HTTP 200.
@@ -270,7 +276,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     const frames: StreamFrames =
       api === 'native'
         ? ollamaNativeStream(reply, ctx)
-        : openAiStreamFrames(reply, turn.stream ?? defaultStyle(flavor), ctx);
+        : openAiStreamFrames(reply, turn.stream ?? options.streamStyle ?? defaultStyle(flavor), ctx);
     const contentType = api === 'native' ? 'application/x-ndjson' : 'text/event-stream';
     if ('endless' in turn && turn.endless) {
       // Thinking that never ends (ollama #12606): the reasoning streams, then nothing, the
@@ -292,11 +298,12 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
     const method = req.method ?? 'GET';
     const body = parseBody(rawBody);
-    requests.push({ method, path, headers: flattenHeaders(req), body, receivedAt: Date.now() });
+    const recorded = { method, path, headers: flattenHeaders(req), body, receivedAt: Date.now() };
+    requests.push(recorded);
     const isChat = method === 'POST' && CHAT_PATHS.has(path);
     if (isChat) maxInFlight = Math.max(maxInFlight, ++inFlight);
     try {
-      await write(res, await route(method, path, body, rawBody));
+      await write(res, options.intercept?.(recorded) ?? (await route(method, path, body, rawBody)));
     } finally {
       if (isChat) inFlight -= 1;
     }
@@ -349,6 +356,7 @@ async function write(res: ServerResponse, answer: Answer): Promise<void> {
   if (answer.kind === 'hang') return; // the socket stays open until the client aborts or stop() runs
   if (answer.kind === 'body') {
     res.writeHead(answer.status, {
+      ...answer.headers,
       'Content-Type': answer.contentType,
       'Content-Length': Buffer.byteLength(answer.body),
     });

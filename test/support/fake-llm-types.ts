@@ -57,6 +57,8 @@ export interface ScriptedReply {
   reasoningTokens?: number;
   /** Stream the content in pieces of this many characters (cuts tags at awkward places); default word by word. */
   chunkChars?: number;
+  /** llama-server's `timings` object, on the stream's last chunk (cache_n, prompt_n, …). */
+  timings?: Record<string, number>;
 }
 
 /** Chunking style of an OpenAI-compatible stream. */
@@ -65,7 +67,7 @@ export type StreamStyle = 'openai' | 'lmstudio_legacy' | 'ollama';
 /** One scripted answer to one chat request, consumed in order. */
 export type ScriptedTurn =
   | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number; endless?: boolean }
-  | { status: number; body: unknown; contentType?: string }
+  | { status: number; body: unknown; contentType?: string; headers?: Record<string, string> }
   | { cutAfterChunks: number; reply: ScriptedReply; stream?: StreamStyle }
   | { sseError: unknown }
   | { hang: true };
@@ -129,6 +131,13 @@ export interface FakeLlmServerOptions {
    * behind proxies that drop it): a client must estimate occupancy itself.
    */
   zeroUsage?: boolean;
+  /**
+   * Answers a request before the flavor's routes, or undefined to let them: how the fakes of
+   * llama-server, vLLM and keyed endpoints (fake-llm-compat.ts) add their routes, states and refusals.
+   */
+  intercept?: (request: RecordedRequest) => Answer | undefined;
+  /** The chunking of streamed replies a turn does not choose; default by flavor. */
+  streamStyle?: StreamStyle;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */
@@ -139,7 +148,7 @@ export interface FakeChatMessage {
 
 /** What a route handler wants written; the server turns it into bytes. */
 export type Answer =
-  | { kind: 'body'; status: number; contentType: string; body: string }
+  | { kind: 'body'; status: number; contentType: string; body: string; headers?: Record<string, string> }
   /** frames are written one by one; cut destroys the socket after them instead of ending the response. */
   | { kind: 'stream'; contentType: string; frames: string[]; cut: boolean; hold?: boolean }
   | { kind: 'hang' };

@@ -32,9 +32,11 @@ export async function runRust(
   workspace: string,
   env: Record<string, string>,
   task: string,
+  /** More flags, e.g. `--model`. */
+  args: readonly string[] = [],
 ) {
   const out = await runFabricInProcess(
-    ['run', '-s', 'rust', '--workspace', workspace, '--json', '--config', sandbox.configPath, task],
+    ['run', '-s', 'rust', '--workspace', workspace, '--json', '--config', sandbox.configPath, ...args, task],
     { env, cwd: sandbox.dir },
   );
   const run = JSON.parse(out.stdout) as RunResult;

@@ -8,6 +8,7 @@ import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { sameModel } from '../models/resolve-model.ts';
 import type { RunTask } from '../run/run-request.ts';
+import { isHosted } from '../ports.ts';
 import type { CellRunRequest, CellRunner } from './battery-ports.ts';
 import type { BatteryModels } from './session-ports.ts';
 
@@ -28,7 +29,8 @@ export async function resolveBatteryModels(
   if (wanted !== 'available') return [...new Set(wanted)];
   const probes = await models.probe(signal);
   const ids: string[] = [];
-  for (const model of probes.filter((p) => p.ok).flatMap((p) => p.models)) {
+  // Local first (SPEC §5): a hosted model is compared only when the battery names it.
+  for (const model of probes.filter((p) => p.ok && !isHosted(p.backend)).flatMap((p) => p.models)) {
     if (model.toolUse === true && model.type !== 'embedding' && !ids.some((id) => sameModel(id, model.id))) {
       ids.push(model.id);
     }

@@ -1,5 +1,5 @@
 /** How backends and their models are shown as JSON, the same by the CLI and the HTTP API. */
-import type { BackendProbe, CatalogModel } from '../ports.ts';
+import { type BackendProbe, type CatalogModel, isHosted } from '../ports.ts';
 import { isCandidate } from './resolve-model.ts';
 import { runProfileFor } from './run-profile.ts';
 import type { ModelProfile } from '../../config/schema.ts';
@@ -26,7 +26,9 @@ export function backendModelsView(
 ) {
   return {
     backend: probe.backend,
+    name: probe.name ?? null,
     base_url: probe.baseUrl,
+    hosted: isHosted(probe.backend),
     ok: probe.ok,
     latency_ms: probe.latencyMs,
     error: probe.error ?? null,
@@ -39,6 +41,7 @@ export function backendModelsView(
       context_length: model.contextLength ?? null,
       max_context_length: model.maxContextLength ?? null,
       thinking: model.thinking ?? null,
+      parallel: model.parallel ?? null,
       profile: profileView(model, profiles),
       chosen: isChosen(model),
     })),
@@ -48,10 +51,25 @@ export function backendModelsView(
 /** A backend's state and how many of its models a run could use (`fabric health lm --json`, `GET /v1/health`). */
 export function backendHealthView(probe: BackendProbe) {
   const usableModels = probe.models.filter(isCandidate).length;
+  const windows = [
+    ...new Set(probe.models.map((model) => model.contextLength).filter((n) => n !== undefined)),
+  ];
   return {
     backend: probe.backend,
+    name: probe.name ?? null,
     base_url: probe.baseUrl,
-    state: probe.ok ? ('up' as const) : ('down' as const),
+    hosted: isHosted(probe.backend),
+    state: probe.ok
+      ? ('up' as const)
+      : probe.denied
+        ? ('denied' as const)
+        : probe.loading
+          ? ('loading' as const)
+          : ('down' as const),
+    /** The windows its models are served at (one for llama-server and vLLM). */
+    windows,
+    /** How many of its models are known to take tools. */
+    tool_models: probe.models.filter((model) => model.toolUse === true).length,
     usable: probe.ok && usableModels > 0,
     latency_ms: probe.latencyMs,
     models: probe.models.length,

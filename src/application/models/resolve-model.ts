@@ -1,5 +1,5 @@
 import { FabricError } from '../../domain/errors.ts';
-import type { BackendProbe, CatalogModel } from '../ports.ts';
+import { type BackendProbe, type CatalogModel, isHosted } from '../ports.ts';
 import { plural } from '../../domain/words.ts';
 
 /** The model a run will use, and why it was chosen. */
@@ -42,6 +42,7 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
     );
   }
   let prefix = '';
+  // A model is named, so a hosted one may serve it (the specialist's `model:`, a profile, a battery).
   if (options.configuredModel !== undefined) {
     const found = find(options.configuredModel);
     if (found)
@@ -51,19 +52,25 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
       };
     prefix = `configured model ${options.configuredModel} is not on any backend; `;
   }
-  const candidates = all.filter(isCandidate);
+  // Local first (SPEC §5, seed ADR-008): a hosted backend is never chosen on its own, even when
+  // every local server is down.
+  const local = probes.filter((probe) => !isHosted(probe.backend));
+  const localHealthy = local.filter((probe) => probe.ok);
+  const localModels = localHealthy.flatMap((probe) => probe.models);
+  const candidates = localModels.filter(isCandidate);
   const ranked = [...candidates].sort(compareCandidates);
   const best = ranked[0];
   if (!best) {
     const skipped =
-      all.length > 0
-        ? ` (${plural(all.length, 'model')} seen, all embedding models or without tool support)`
+      localModels.length > 0
+        ? ` (${plural(localModels.length, 'model')} seen, all embedding models or without tool support)`
         : '';
     const headline =
-      healthy.length === 0
+      localHealthy.length === 0
         ? 'No model server answered, so no model can be chosen.'
         : `No tool-capable chat model is available${skipped}.`;
-    throw noModel(probes, headline);
+    const hosted = probes.length > local.length ? HOSTED_NOTE : '';
+    throw noModel(local.length === 0 ? probes : local, `${headline}${hosted}`);
   }
   return { model: best, reason: `${prefix}best available: ${describeRank(best)}, on ${where(best)}` };
 }
@@ -95,6 +102,9 @@ function describeRank(model: CatalogModel): string {
   return `${model.id} (${parts.join(', ')})`;
 }
 
+const HOSTED_NOTE =
+  ' A hosted backend of llm.backends is used only for a model named with --model or `model:`, never chosen on its own.';
+
 function where(model: CatalogModel): string {
   return `${model.backend} ${model.baseUrl}`;
 }
@@ -105,6 +115,7 @@ function where(model: CatalogModel): string {
  */
 function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
   const lines = probes.map((probe) => {
+    if (probe.denied) return `  - ${probe.backend} ${probe.baseUrl}: refused (${probe.error ?? 'no key'})`;
     if (!probe.ok)
       return `  - ${probe.backend} ${probe.baseUrl}: unreachable (${probe.error ?? 'no answer'})`;
     const models = probe.models.map((model) => describeModel(model)).join(', ');

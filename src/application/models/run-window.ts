@@ -3,7 +3,7 @@
  * else `llm.context_length`), a model LM Studio has not loaded is loaded at it and the loaded
  * window read back (LM Studio may load less); a model already loaded at less is used as it is,
  * and that is said once, in the run's `run_start`. Ollama sizes its window per request, capped
- * at the target.
+ * at the target. llama-server, vLLM and hosted endpoints keep the window they serve at.
  */
 import type { CatalogModel } from '../ports.ts';
 
@@ -22,7 +22,16 @@ export async function runWindowFor(
   loadAt: LoadAt | undefined,
 ): Promise<RunWindow> {
   if (target === undefined) return { tokens: model.contextLength };
-  if (model.backend !== 'lm_studio') return { tokens: target };
+  if (model.backend === 'ollama') return { tokens: target };
+  if (model.backend !== 'lm_studio') {
+    // llama-server, vLLM and hosted endpoints run at the window they were started with.
+    const served = model.contextLength;
+    if (served === undefined || served >= target) return { tokens: served ?? target };
+    return {
+      tokens: served,
+      note: `${model.backend} serves ${model.id} at ${served} tokens, less than the ${target} asked for; the run works in ${served} (start the server with a larger window: llama-server -c, vllm serve --max-model-len).`,
+    };
+  }
   if (model.loaded === false && loadAt !== undefined) {
     const loaded = await loadAt(target);
     if (loaded === undefined)

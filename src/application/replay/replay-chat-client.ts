@@ -1,6 +1,13 @@
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
-import type { BackendKind, ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../ports.ts';
+import {
+  BACKEND_KINDS,
+  type BackendKind,
+  type ChatClient,
+  type ChatRequest,
+  type ChatStreamEvent,
+  type ChatTurn,
+} from '../ports.ts';
 
 type RecordedTurn = Extract<RunEvent, { kind: 'llm_response' }>;
 
@@ -22,7 +29,9 @@ export class ReplayChatClient implements ChatClient {
     const start = events.find((event) => event.kind === 'run_start');
     this.#runId = events[0]?.run_id ?? '(unknown run)';
     // Only informative: nothing is sent anywhere.
-    this.backend = start?.backend.startsWith('ollama') ? 'ollama' : 'lm_studio';
+    this.backend =
+      BACKEND_KINDS.find((kind) => start?.backend.startsWith(`${kind} `) || start?.backend === kind) ??
+      'lm_studio';
   }
 
   /** How many model turns the run recorded. */

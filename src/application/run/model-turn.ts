@@ -156,6 +156,7 @@ async function attemptTurn(
       prompt_tokens: turn.usage.promptTokens,
       completion_tokens: turn.usage.completionTokens,
       total_tokens: turn.usage.totalTokens,
+      ...(turn.usage.cachedTokens === undefined ? {} : { cached_tokens: turn.usage.cachedTokens }),
     },
     latency_ms: turn.latencyMs,
     attempts: turn.attempts,

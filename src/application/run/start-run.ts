@@ -32,7 +32,7 @@ export interface RunSpecialists {
 
 /** The model backends: what they have, and a chat client that fails over between them. */
 export interface RunModels {
-  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]>;
+  probe(signal?: AbortSignal, onProgress?: (message: string) => void): Promise<readonly BackendProbe[]>;
   chatClientFor(choice: ModelChoice, resolve: ResolveOptions, signal?: AbortSignal): Promise<ChatClient>;
   /** Loads the model at a context window where the backend can; the window it got (SPEC §17). */
   loadAt?(choice: ModelChoice, contextLength: number, signal?: AbortSignal): Promise<number | undefined>;
@@ -171,7 +171,8 @@ export class RunStarter {
     const deps = this.#deps;
     const workspace = await this.validate(request);
     const resolve = this.resolveOptions(request.specialist, request.model);
-    const choice = await this.#choose(resolve, request.signal);
+    // A run waits for a server still loading its model; the notice says so when someone listens.
+    const choice = await this.#choose(resolve, request.signal, request.onNotice ?? (() => {}));
     request.onModelChosen?.(choice);
     const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
     const profile = runProfileFor(choice.model, deps.settings.profiles);
@@ -227,8 +228,12 @@ export class RunStarter {
     }
   }
 
-  async #choose(resolve: ResolveOptions, signal: AbortSignal | undefined): Promise<ModelChoice> {
-    return resolveModel(await this.#deps.models.probe(signal), resolve);
+  async #choose(
+    resolve: ResolveOptions,
+    signal: AbortSignal | undefined,
+    onProgress?: (message: string) => void,
+  ): Promise<ModelChoice> {
+    return resolveModel(await this.#deps.models.probe(signal, onProgress), resolve);
   }
 
   #execute(

@@ -30,7 +30,7 @@ export interface LmUsage7d extends ExportMeta {
   readonly rows: readonly UsageRow[];
 }
 
-/** `lm_health_7d.json`: per backend kind (`lm_studio`, `ollama`) and day, outcome and latency. */
+/** `lm_health_7d.json`: per backend kind (`lm_studio`, `ollama`, `llama_cpp`, `vllm`, `openai`) and day, outcome and latency. */
 export interface LmHealth7d extends ExportMeta {
   readonly rows: readonly HealthRow[];
 }

@@ -189,6 +189,15 @@ export const MIGRATIONS: readonly Migration[] = [
       'alter table control.agent_run add column reasoning_chars integer',
     ],
   },
+  {
+    version: 9,
+    name: 'agent_run: the backend kinds of llm.backends (llama_cpp, vllm, openai; issue 27)',
+    statements: [
+      'alter table control.agent_run drop constraint agent_run_tool_check',
+      `alter table control.agent_run add constraint agent_run_tool_check
+        check (tool in ('lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai'))`,
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

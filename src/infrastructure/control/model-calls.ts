@@ -1,5 +1,5 @@
 import type { ModelCallRecord } from '../../application/control/control-ports.ts';
-import type { BackendKind } from '../../application/ports.ts';
+import { BACKEND_KINDS, type BackendKind } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 
 /**
@@ -14,12 +14,10 @@ export const FAILED_CALL_CODES: ReadonlySet<string> = new Set([
   'context_overflow',
 ]);
 
-/** The backend kind named by a runlog backend string (`lm_studio http://...`, `ollama ...`). */
+/** The backend kind named by a runlog backend string (`lm_studio http://...`, `llama_cpp ...`). */
 export function backendToolOf(backend: string | undefined): BackendKind | null {
   if (backend === undefined) return null;
-  if (backend.startsWith('lm_studio')) return 'lm_studio';
-  if (backend.startsWith('ollama')) return 'ollama';
-  return null;
+  return BACKEND_KINDS.find((kind) => backend.startsWith(`${kind} `) || backend === kind) ?? null;
 }
 
 interface RunState {

@@ -1,10 +1,12 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai/core/error';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { NotAStreamError } from './not-a-stream-error.ts';
+import { MAX_RETRY_AFTER_MS, retryAfterMs } from './rate-gate.ts';
 
 /** A backend fault: `transient` ones are retried, the others end the run at once. */
 export type ClassifiedFault =
-  | { readonly transient: true; readonly reason: string }
+  /** `waitMs`: how long the server asked to be left alone (`retry-after`), instead of the backoff. */
+  | { readonly transient: true; readonly reason: string; readonly waitMs?: number }
   | { readonly transient: false; readonly error: FabricError };
 
 /** Where a request went, for error messages. */
@@ -32,7 +34,12 @@ export function classifyFault(error: unknown, target: RequestTarget): Classified
       reason: `cannot reach ${target.baseUrl} (${errorMessage(error.cause ?? error)})`,
     };
   }
-  if (error instanceof APIError) return classifyStatus(error.status, serverMessage(error), target, error);
+  if (error instanceof APIError) {
+    const fault = classifyStatus(error.status, serverMessage(error), target, error);
+    if (!fault.transient || (error.status !== 429 && error.status !== 503)) return fault;
+    const wait = retryAfterMs(error.headers);
+    return wait === undefined ? fault : { ...fault, waitMs: Math.min(wait, MAX_RETRY_AFTER_MS) };
+  }
   if (error instanceof NotAStreamError) {
     return {
       transient: false,
@@ -66,6 +73,19 @@ export function classifyStatus(
         `Model "${target.model}" on ${target.backendLabel} does not support tools (the server said: ${message}). ` +
           "The fabric needs native tool calling: choose a tool-capable model with --model or the specialist's `model:` " +
           '(`fabric models` shows which models support tools).',
+        { cause, details: { status, model: target.model } },
+      ),
+    };
+  }
+  // vLLM started without tool calling refuses every request that offers tools (vllm#9986).
+  if (/--enable-auto-tool-choice|--tool-call-parser/.test(message)) {
+    return {
+      transient: false,
+      error: new FabricError(
+        'model_lacks_tools',
+        `${target.backendLabel} refused tools for "${target.model}" (the server said: ${message}). ` +
+          'Restart vLLM with tool calling on: `vllm serve <model> --enable-auto-tool-choice --tool-call-parser <parser>` ' +
+          "(hermes for Qwen, llama3_json for Llama 3, mistral for Mistral; see vLLM's tool calling docs).",
         { cause, details: { status, model: target.model } },
       ),
     };

@@ -18,6 +18,7 @@ export class CompositeCatalog implements ModelCatalog {
   readonly #now: () => number;
   #cached: Promise<readonly BackendProbe[]> | undefined;
   #expiresAt = Number.POSITIVE_INFINITY;
+  #sawLoading = false;
 
   constructor(
     catalogs: readonly ModelCatalog[],
@@ -29,16 +30,21 @@ export class CompositeCatalog implements ModelCatalog {
     this.#now = options.now ?? Date.now;
   }
 
-  probe(signal?: AbortSignal): Promise<readonly BackendProbe[]> {
-    if (this.#cached !== undefined && this.#now() < this.#expiresAt) return this.#cached;
+  probe(signal?: AbortSignal, onProgress?: (message: string) => void): Promise<readonly BackendProbe[]> {
+    if (this.#cached !== undefined && this.#now() < this.#expiresAt) {
+      // A caller that waits for a loading server (a run) asks again when the answer found one loading.
+      if (onProgress === undefined || !this.#sawLoading) return this.#cached;
+    }
     this.#expiresAt = Number.POSITIVE_INFINITY;
-    const pending = Promise.all(this.#catalogs.map((catalog) => catalog.probe(signal))).then((lists) =>
-      lists.flat(),
+    const pending = Promise.all(this.#catalogs.map((catalog) => catalog.probe(signal, onProgress))).then(
+      (lists) => lists.flat(),
     );
     this.#cached = pending;
+    this.#sawLoading = false;
     pending.then(
       (probes) => {
         if (this.#cached !== pending) return;
+        this.#sawLoading = probes.some((probe) => probe.loading === true);
         const keepFor = probes.some((probe) => !probe.ok) ? this.#retryFailedAfterMs : this.#maxAgeMs;
         this.#expiresAt = this.#now() + keepFor;
       },

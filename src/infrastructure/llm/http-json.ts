@@ -11,14 +11,22 @@ export interface JsonReply {
  */
 export async function fetchJson(
   url: string,
-  init: { readonly method?: 'GET' | 'POST'; readonly body?: unknown; readonly signal: AbortSignal },
+  init: {
+    readonly method?: 'GET' | 'POST';
+    readonly body?: unknown;
+    readonly signal: AbortSignal;
+    /** Sent as they are (an `authorization` for a keyed endpoint). */
+    readonly headers?: Readonly<Record<string, string>>;
+  },
 ): Promise<JsonReply> {
   const response = await fetch(url, {
     method: init.method ?? 'GET',
     signal: init.signal,
-    ...(init.body === undefined
-      ? {}
-      : { body: JSON.stringify(init.body), headers: { 'Content-Type': 'application/json' } }),
+    headers: {
+      ...init.headers,
+      ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
   const text = await response.text();
   let body: unknown;

@@ -1,5 +1,5 @@
 import { loadLmStudioModel } from './lmstudio/lmstudio-load.ts';
-import type { BackendKind, BackendProbe, ChatClient } from '../../application/ports.ts';
+import type { BackendProbe, ChatClient, ModelCatalog } from '../../application/ports.ts';
 import {
   type ModelChoice,
   type ResolveOptions,
@@ -7,6 +7,7 @@ import {
   sameModel,
 } from '../../application/models/resolve-model.ts';
 import type { LlmConfig } from '../../config/schema.ts';
+import { CompatBackend } from './compat/compat-backend.ts';
 import { CompositeCatalog } from './composite-catalog.ts';
 import { HealthBook } from './health-book.ts';
 import { LmStudioBackend } from './lmstudio/lmstudio-backend.ts';
@@ -14,18 +15,24 @@ import { OllamaCatalog } from './ollama/ollama-catalog.ts';
 import { OllamaChatClient } from './ollama/ollama-chat-client.ts';
 import { type ChatRoute, RoutingChatClient } from './routing-chat-client.ts';
 
+/** One backend as the router sees it: its health key, its client, and which probes are its own. */
+interface Source {
+  readonly key: string;
+  readonly client: ChatClient;
+  readonly owns: (probe: BackendProbe) => boolean;
+}
+
 /**
- * The model backends the config names: LM Studio (its servers pooled) and Ollama. Builds the
- * cached catalog that asks them all, and per run a routing chat client that starts on the chosen
+ * The model backends the config names: LM Studio (its servers pooled), Ollama, and each of
+ * `llm.backends` (llama-server, vLLM, keyed OpenAI-compatible endpoints). Builds the cached
+ * catalog that asks them all, and per run a routing chat client that starts on the chosen
  * model's backend and fails over to another backend that has a suitable model.
  */
 export class LlmBackends {
   readonly catalog: CompositeCatalog;
   readonly health: HealthBook;
-  readonly #lmStudio: LmStudioBackend | undefined;
-  readonly #ollamaUrl: string;
   readonly #loadTimeoutMs: number;
-  readonly #ollama: OllamaChatClient;
+  readonly #sources: readonly Source[];
   #probes: readonly BackendProbe[] = [];
 
   constructor(llm: LlmConfig, options: { health?: HealthBook } = {}) {
@@ -39,7 +46,7 @@ export class LlmBackends {
       requestTimeoutMs: llm.request_timeout_s * 1000,
       temperature: llm.temperature,
     };
-    this.#lmStudio =
+    const lmStudio =
       llm.lm_studio_urls.length === 0
         ? undefined
         : new LmStudioBackend({
@@ -48,9 +55,8 @@ export class LlmBackends {
             chat,
             health: this.health,
           });
-    this.#ollamaUrl = llm.ollama_url;
     this.#loadTimeoutMs = llm.request_timeout_s * 1000;
-    this.#ollama = new OllamaChatClient({
+    const ollama = new OllamaChatClient({
       ...chat,
       baseUrl: llm.ollama_url,
       contextOf: (model) => {
@@ -60,14 +66,39 @@ export class LlmBackends {
         return found && { loadedContext: found.contextLength, trainedContext: found.maxContextLength };
       },
     });
-    const ollamaCatalog = new OllamaCatalog(llm.ollama_url, llm.probe_timeout_ms);
-    this.catalog = new CompositeCatalog([...(this.#lmStudio ? [this.#lmStudio] : []), ollamaCatalog]);
+    const listed = llm.backends.map(
+      (backend) => new CompatBackend(backend, { probeTimeoutMs: llm.probe_timeout_ms, chat }),
+    );
+    this.#sources = [
+      ...(lmStudio === undefined
+        ? []
+        : [
+            {
+              key: 'lm_studio',
+              client: lmStudio.chatClient(),
+              owns: (p: BackendProbe) => p.backend === 'lm_studio',
+            },
+          ]),
+      { key: `ollama ${llm.ollama_url}`, client: ollama, owns: (p) => p.backend === 'ollama' },
+      ...listed.map((backend) => ({
+        key: `${backend.kind} ${backend.baseUrl}`,
+        client: backend.chatClient(),
+        owns: (p: BackendProbe) => p.backend === backend.kind && p.baseUrl === backend.baseUrl,
+      })),
+    ];
+    const catalogs: ModelCatalog[] = [
+      ...(lmStudio ? [lmStudio] : []),
+      new OllamaCatalog(llm.ollama_url, llm.probe_timeout_ms),
+      ...listed,
+    ];
+    this.catalog = new CompositeCatalog(catalogs);
   }
 
   /**
    * Loads the chosen model at `contextLength` where the backend can (LM Studio's REST API) and
    * returns the window it was loaded at; undefined where it cannot (Ollama sizes its window per
-   * request, an older LM Studio loads on the first request).
+   * request, an older LM Studio loads on the first request, llama-server and vLLM run at the
+   * window they were started with).
    */
   async loadAt(
     choice: ModelChoice,
@@ -89,7 +120,8 @@ export class LlmBackends {
 
   /**
    * A chat client for a run: the chosen model's backend first, then every other backend on which
-   * the same resolution rules find a model (for `--model`, only the same model).
+   * the same resolution rules find a model (for `--model`, only the same model; never a hosted
+   * one that was not named).
    */
   async chatClientFor(
     choice: ModelChoice,
@@ -97,23 +129,19 @@ export class LlmBackends {
     signal?: AbortSignal,
   ): Promise<ChatClient> {
     this.#probes = await this.catalog.probe(signal);
-    const kinds: BackendKind[] =
-      choice.model.backend === 'lm_studio' ? ['lm_studio', 'ollama'] : ['ollama', 'lm_studio'];
-    const routes = kinds.flatMap((kind): ChatRoute[] => {
-      const client = kind === 'lm_studio' ? this.#lmStudio?.chatClient() : this.#ollama;
-      if (client === undefined) return [];
-      const key = kind === 'lm_studio' ? 'lm_studio' : `ollama ${this.#ollamaUrl}`;
-      if (kind === choice.model.backend) return [{ key, client, model: choice.model.id }];
+    const chosenProbe = { backend: choice.model.backend, baseUrl: choice.model.baseUrl } as BackendProbe;
+    const chosen = this.#sources.find((source) => source.owns(chosenProbe));
+    const others = this.#sources.filter((source) => source !== chosen);
+    const routes: ChatRoute[] =
+      chosen === undefined ? [] : [{ key: chosen.key, client: chosen.client, model: choice.model.id }];
+    for (const source of others) {
       try {
-        const other = resolveModel(
-          this.#probes.filter((probe) => probe.backend === kind),
-          resolve,
-        );
-        return [{ key, client, model: other.model.id }];
+        const other = resolveModel(this.#probes.filter(source.owns), resolve);
+        routes.push({ key: source.key, client: source.client, model: other.model.id });
       } catch {
-        return []; // that backend has nothing suitable
+        // that backend has nothing suitable
       }
-    });
+    }
     // A backend that failed a request is asked again on the next run only after a fresh probe.
     return new RoutingChatClient(routes, this.health, () => this.catalog.invalidate());
   }

@@ -22,6 +22,7 @@ import type { ChatTransport, TransportResponse } from './chat-transport.ts';
 import { defaultTransport } from './runtime-transport.ts';
 import { classifyFault } from './classify-error.ts';
 import { NotAStreamError } from './not-a-stream-error.ts';
+import type { RateGate } from './rate-gate.ts';
 import { withRetries } from './retry-loop.ts';
 import { SseDecoder } from './sse-decoder.ts';
 import { StreamAssembler } from './stream-assembler.ts';
@@ -38,6 +39,8 @@ export interface OpenAiChatClientOptions {
   readonly random?: () => number;
   /** How requests travel; default: `node:http` with keep-alive on Node, `fetch` on Deno. */
   readonly transport?: ChatTransport;
+  /** A hosted endpoint's limiter: every attempt waits its turn, and a 429's `retry-after` holds it. */
+  readonly gate?: RateGate | undefined;
 }
 
 /**
@@ -85,7 +88,11 @@ export class OpenAiChatClient implements ChatClient {
       signal: request.signal,
       onEvent,
       attempt: () => this.#attempt(request, onEvent),
-      classify: (error) => classifyFault(error, target),
+      classify: (error) => {
+        const fault = classifyFault(error, target);
+        if (fault.transient && fault.waitMs !== undefined) this.#options.gate?.hold(fault.waitMs);
+        return fault;
+      },
       giveUpHint: `Check that the server is running and has "${request.model}" loaded, then run again.`,
     });
     return { ...value, latencyMs: Date.now() - started, attempts, backend: this.label };
@@ -105,6 +112,7 @@ export class OpenAiChatClient implements ChatClient {
     const abort = () => controller.abort();
     request.signal.addEventListener('abort', abort, { once: true });
     try {
+      await this.#options.gate?.wait(request.signal);
       const response = await this.#send(JSON.stringify(params), request.signal, controller);
       await refuseNonStream(response);
       const assembler = new StreamAssembler();
@@ -126,7 +134,12 @@ export class OpenAiChatClient implements ChatClient {
         ...(result.reasoningTokens === undefined ? {} : { reasoningTokens: result.reasoningTokens }),
         toolCalls: result.toolCalls,
         finishReason: result.finishReason,
-        usage: { promptTokens: usage.prompt, completionTokens: usage.completion, totalTokens: usage.total },
+        usage: {
+          promptTokens: usage.prompt,
+          completionTokens: usage.completion,
+          totalTokens: usage.total,
+          ...(result.cachedTokens === undefined ? {} : { cachedTokens: result.cachedTokens }),
+        },
       };
     } finally {
       request.signal.removeEventListener('abort', abort);
@@ -165,7 +178,7 @@ export class OpenAiChatClient implements ChatClient {
     } catch (error) {
       text = errorMessage(error);
     }
-    const json = parseJson(text) as object | undefined;
+    const json = envelope(parseJson(text));
     throw APIError.generate(response.status, json, json === undefined ? text : undefined, response.headers());
   }
 }
@@ -209,6 +222,17 @@ async function refuseNonStream(response: TransportResponse): Promise<void> {
   const json = parseJson(text) as { error?: unknown } | undefined;
   if (json?.error !== undefined) throw new APIError(response.status, json, undefined, response.headers());
   throw new NotAStreamError(response.status, type, text);
+}
+
+/**
+ * vLLM's error body is flat (`{"object":"error","message":…,"type":"BadRequestError","code":400}`),
+ * and the `openai` package reads only an `error` field, so it would report "400 status code (no
+ * body)" and lose the server's words; a flat body is put in the envelope it expects.
+ */
+function envelope(json: unknown): object | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  const record = json as Record<string, unknown>;
+  return record.error === undefined && typeof record.message === 'string' ? { error: record } : record;
 }
 
 function parseJson(text: string): unknown {

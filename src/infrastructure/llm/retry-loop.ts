@@ -35,7 +35,7 @@ export async function withRetries<T>(options: RetryLoopOptions<T>): Promise<{ va
       if (!fault.transient) throw fault.error;
       lastReason = fault.reason;
       if (attempt === retry.maxAttempts) break;
-      const delayMs = backoffDelay(retry, attempt, options.random);
+      const delayMs = fault.waitMs ?? backoffDelay(retry, attempt, options.random);
       options.onEvent({ type: 'retry', attempt, delayMs, reason: fault.reason });
       await sleep(delayMs, signal).catch(() => {
         throw cancelled(signal);

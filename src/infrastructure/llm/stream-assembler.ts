@@ -23,7 +23,10 @@ export interface ChunkLike {
     readonly completion_tokens?: number;
     readonly total_tokens?: number;
     readonly completion_tokens_details?: { readonly reasoning_tokens?: number } | null;
+    readonly prompt_tokens_details?: { readonly cached_tokens?: number } | null;
   } | null;
+  /** llama-server's own counts, on its last chunk: `cache_n` prompt tokens reused, `prompt_n` evaluated. */
+  readonly timings?: { readonly cache_n?: number; readonly prompt_n?: number } | null;
 }
 
 interface PartialCall {
@@ -45,6 +48,7 @@ export class StreamAssembler {
   readonly #byIndex = new Map<number, PartialCall>();
   #finishReason: string | null = null;
   #usage: { prompt: number; completion: number; total: number } | null = null;
+  #cached: number | undefined;
   readonly #newId: () => string;
 
   constructor(newId: () => string = () => `call_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`) {
@@ -62,7 +66,11 @@ export class StreamAssembler {
       this.#usage = { prompt, completion, total: chunk.usage.total_tokens ?? prompt + completion };
       const thought = chunk.usage.completion_tokens_details?.reasoning_tokens;
       if (typeof thought === 'number') this.#reasoningTokens = thought;
+      const cached = chunk.usage.prompt_tokens_details?.cached_tokens;
+      if (typeof cached === 'number') this.#cached = cached;
     }
+    // llama-server says what its prompt cache served in `timings` (cache_n), not in usage.
+    if (typeof chunk.timings?.cache_n === 'number') this.#cached = chunk.timings.cache_n;
     for (const choice of chunk.choices ?? []) {
       const delta = choice.delta;
       const field = delta?.reasoning_content || delta?.reasoning;
@@ -114,6 +122,8 @@ export class StreamAssembler {
     toolCalls: ToolCall[];
     finishReason: string | null;
     usage: { prompt: number; completion: number; total: number } | null;
+    /** Prompt tokens the server's cache served (llama-server `timings.cache_n`, OpenAI `cached_tokens`). */
+    cachedTokens: number | undefined;
   } {
     const { content, reasoning } = this.#think.finish();
     const toolCalls = this.#calls
@@ -130,6 +140,7 @@ export class StreamAssembler {
       toolCalls,
       finishReason: this.#finishReason,
       usage: this.#usage,
+      cachedTokens: this.#cached,
     };
   }
 }

@@ -59,14 +59,16 @@ describe('a battery session: its plan', () => {
         catalogModel('lab/no-tools', { toolUse: false }),
         catalogModel(BETA),
       ],
+      // A hosted model is compared when named, never taken in by `available` (local first).
+      hosted: [catalogModel('gpt-5', { backend: 'openai', baseUrl: 'https://api.test' })],
       servers: 3,
     });
     const listed = await BatterySession.open(ports, {
       battery: batteryOf(TWO_TASKS),
-      models: [BETA, BETA, 'lab/gamma'],
+      models: [BETA, BETA, 'lab/gamma', 'gpt-5'],
       signal: signal(),
     });
-    expect(listed.plan.models).toEqual([BETA, 'lab/gamma']);
+    expect(listed.plan.models).toEqual([BETA, 'lab/gamma', 'gpt-5']);
     expect(listed.concurrency).toBe(3);
     const available = await BatterySession.open(ports, {
       battery: batteryOf(TWO_TASKS),

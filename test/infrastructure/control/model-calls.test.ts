@@ -31,6 +31,9 @@ describe('backendToolOf', () => {
     expect(backendToolOf('lm_studio http://127.0.0.1:1234')).toBe('lm_studio');
     expect(backendToolOf('ollama http://127.0.0.1:11434')).toBe('ollama');
     expect(backendToolOf('ollama')).toBe('ollama');
+    expect(backendToolOf('llama_cpp http://127.0.0.1:8080')).toBe('llama_cpp');
+    expect(backendToolOf('vllm http://gpu:8000 (model qwen)')).toBe('vllm');
+    expect(backendToolOf('openai https://api.openai.com')).toBe('openai');
     expect(backendToolOf('scripted')).toBeNull();
     expect(backendToolOf(undefined)).toBeNull();
   });

@@ -38,11 +38,13 @@ export async function closedPortUrl(): Promise<string> {
 
 /** An `llm:` config with tiny retry delays and a short probe timeout, as tests want. */
 export function llmConfig(fields: Partial<v.InferInput<typeof LlmSchema>> = {}): LlmConfig {
-  return v.parse(LlmSchema, {
+  const parsed = v.parse(LlmSchema, {
     probe_timeout_ms: 800,
     retry: { max_attempts: 2, base_delay_ms: 1, max_delay_ms: 2 },
     ...fields,
   });
+  // Entries as src/config/backends.ts leaves them (no lm_studio or ollama entries in these tests).
+  return { ...parsed, backends: parsed.backends as LlmConfig['backends'] };
 }
 
 export const RETRY = { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 } as const;

@@ -75,6 +75,8 @@ describe('fabric models', () => {
       max_context_length: 262144,
       // The catalog does not say whether it thinks; the profile its publisher recommends (SPEC §16).
       thinking: null,
+      // LM Studio v1's loaded_instances[].config.parallel: the requests it serves at once.
+      parallel: 4,
       profile: {
         matched: ['*qwen3*coder*'],
         source: 'Qwen3-Coder model card, Best Practices',

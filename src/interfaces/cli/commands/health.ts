@@ -9,10 +9,13 @@ import { plural } from '../../../domain/words.ts';
 
 export const HEALTH_HELP = `Usage: fabric health lm [--json] [--config FILE]
 
-Checks every configured model backend (each LM Studio server, Ollama), concurrently and with the
-probe timeout (llm.probe_timeout_ms): whether it answers as that server should, how fast, and how
-many models it has, of which how many a run could use (chat models not known to lack tools).
-A status code alone proves nothing: LM Studio answers unknown routes 200 with an error field.
+Checks every configured model backend (each LM Studio server, Ollama, each of llm.backends:
+llama-server, vLLM, keyed OpenAI-compatible endpoints), concurrently and with the probe timeout
+(llm.probe_timeout_ms): whether it answers as that server should (up, down, denied: a key
+refused, or loading its model), how fast, how many models it has, how many a run could use (chat models not known to
+lack tools) and take tools, and the windows they are served at. A hosted endpoint is used only
+for a model named. A status code alone proves nothing: LM Studio answers unknown routes 200 with
+an error field; a llama-server still loading its model is reported at once (a run waits for it).
 
 Options:
   -c, --config FILE   the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
@@ -54,9 +57,12 @@ export async function healthCommand(argv: readonly string[], io: CliIo): Promise
     const width = Math.max(...backends.map((b) => `${b.backend} ${b.base_url}`.length));
     for (const b of backends) {
       const state =
-        b.state === 'down' ? style.red('down') : b.usable ? style.green('up  ') : style.yellow('up  ');
+        b.state !== 'up' ? style.red(b.state) : b.usable ? style.green('up  ') : style.yellow('up  ');
+      const window = b.windows.length === 0 ? '' : `, window ${b.windows.join('/')}`;
       const detail =
-        b.state === 'down' ? (b.error ?? '') : `${plural(b.models, 'model')}, ${b.usable_models} usable`;
+        b.state !== 'up'
+          ? (b.error ?? '')
+          : `${plural(b.models, 'model')}, ${b.usable_models} usable, ${b.tool_models} with tools${window}${b.hosted ? ' (hosted: used only when named)' : ''}`;
       io.stdout.write(
         `${`${b.backend} ${b.base_url}`.padEnd(width)}  ${state}  ${`${b.latency_ms} ms`.padStart(7)}  ${detail}\n`,
       );

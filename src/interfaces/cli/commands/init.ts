@@ -208,6 +208,9 @@ version: 1
 llm:
   lm_studio_urls: [http://localhost:1234]   # LM_STUDIO_URL overrides (comma-separated)
   ollama_url: http://localhost:11434        # OLLAMA_HOST overrides
+  # backends:                               # llama-server, vLLM, keyed endpoints (docs/backends.md)
+  #   - { kind: llama_cpp, url: http://127.0.0.1:8080 }
+  #   - { kind: openai, url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY, models: [gpt-5] }
 
 specialists:
   ${name}:

@@ -1,4 +1,4 @@
-import type { BackendProbe, CatalogModel } from '../../../application/ports.ts';
+import { type BackendProbe, type CatalogModel, isHosted } from '../../../application/ports.ts';
 import type { ModelChoice } from '../../../application/models/resolve-model.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
@@ -101,7 +101,7 @@ function writeText(
 ): void {
   const style = styleFor(io.stdout, io.env);
   for (const probe of probes) {
-    const head = `${probe.backend} ${probe.baseUrl}`;
+    const head = `${probe.backend}${probe.name === undefined || probe.name === probe.backend ? '' : ` ${probe.name}`} ${probe.baseUrl}${isHosted(probe.backend) ? ' (hosted: used only when named)' : ''}`;
     if (!probe.ok) {
       io.stdout.write(`${style.bold(head)}  ${style.red('down')}: ${probe.error ?? 'no answer'}\n\n`);
       continue;

@@ -89,6 +89,8 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
         ...(values.events === 'jsonl' ? [eventLines(io)] : []),
       ],
       signal: io.signal,
+      // A wait worth telling before the run starts: a llama-server loading its model, a busy workspace.
+      onNotice: (message) => io.stderr.write(style.dim(`${message}\n`)),
     })
     // Writes what the mirror still holds (bounded) and closes the control store, however the run went.
     .finally(() => fabric.close());

@@ -1,0 +1,190 @@
+/**
+ * Fakes of the servers of `llm.backends` (issue 27), built on the fake LM Studio's chat (an
+ * OpenAI-style stream) with their own routes, states and refusals, as their projects document:
+ * - llama.cpp's llama-server (tools/server/README.md): `/health` 503 `Loading model` while it
+ *   loads (every route answers so), `/v1/models` with `meta`, `/props` with
+ *   `default_generation_settings.n_ctx` and `total_slots`, `timings` on the last chunk;
+ * - vLLM (vllm/entrypoints/openai): `/v1/models` with `max_model_len`, flat error bodies
+ *   `{"object":"error",…}`, and the 400 of a server started without tool calling (vllm#9986);
+ * - a keyed OpenAI-compatible endpoint: 401 `invalid_api_key` (echoing the key it was sent,
+ *   as servers do in part), 429 with `retry-after` and `x-ratelimit-reset-requests`.
+ */
+import { jsonAnswer, loadedContextOf, maxContextOf, parameterCount } from './fake-llm-models.ts';
+import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from './fake-llm-server.ts';
+import type { Answer, FakeLlmServerOptions, FakeModel, RecordedRequest } from './fake-llm-types.ts';
+
+/** Answers from the request itself, as startFakeLlmServer's `respond` (for batteries' concurrent runs). */
+type Respond = FakeLlmServerOptions['respond'];
+
+const CREATED = 1755211783;
+const isChat = (r: RecordedRequest) => r.method === 'POST' && r.path === '/v1/chat/completions';
+
+/** llama-server with one model; the first `loadingRequests` requests find it still loading. */
+export function startFakeLlamaServer(options: {
+  model: FakeModel;
+  script?: ScriptedTurn[];
+  loadingRequests?: number;
+  slots?: number;
+  respond?: Respond;
+}): Promise<FakeLlmServer> {
+  let loading = options.loadingRequests ?? 0;
+  const { model } = options;
+  return startFakeLlmServer({
+    flavor: 'lm_studio',
+    streamStyle: 'openai',
+    script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
+    intercept: (request): Answer | undefined => {
+      if (loading > 0) {
+        loading -= 1;
+        return jsonAnswer(503, { error: { code: 503, message: 'Loading model', type: 'unavailable_error' } });
+      }
+      if (request.method === 'GET' && request.path === '/health') return jsonAnswer(200, { status: 'ok' });
+      if (request.method === 'GET' && request.path === '/v1/models') {
+        const meta = {
+          vocab_type: 2,
+          n_vocab: 151936,
+          n_ctx_train: maxContextOf(model),
+          n_embd: 4096,
+          n_params: parameterCount(model.paramSize),
+          size: Math.round(parameterCount(model.paramSize) * 0.6),
+        };
+        return jsonAnswer(200, {
+          models: [{ name: model.id, model: model.id, type: 'model', capabilities: ['completion'] }],
+          object: 'list',
+          data: [{ id: model.id, object: 'model', created: CREATED, owned_by: 'llamacpp', meta }],
+        });
+      }
+      if (request.method === 'GET' && request.path === '/props') {
+        return jsonAnswer(200, {
+          default_generation_settings: {
+            id: 0,
+            id_task: -1,
+            n_ctx: loadedContextOf(model),
+            speculative: false,
+          },
+          total_slots: options.slots ?? 1,
+          model_path: `/models/${model.id}`,
+          chat_template: '{{ messages }}',
+          chat_template_caps: {
+            supports_tools: model.toolUse !== false,
+            supports_tool_calls: model.toolUse !== false,
+          },
+          build_info: 'b6500-fake',
+        });
+      }
+      if (isChat(request)) return undefined; // any model name: llama-server serves the one it loaded
+      return jsonAnswer(404, { error: { code: 404, message: 'File Not Found', type: 'not_found_error' } });
+    },
+  });
+}
+
+/** vLLM serving `models`; started without `--enable-auto-tool-choice` when `toolCalling` is false. */
+export function startFakeVllm(options: {
+  models: FakeModel[];
+  script?: ScriptedTurn[];
+  toolCalling?: boolean;
+  respond?: Respond;
+}): Promise<FakeLlmServer> {
+  const flat = (code: number, type: string, message: string) =>
+    jsonAnswer(code, { object: 'error', message, type, param: null, code });
+  return startFakeLlmServer({
+    flavor: 'lm_studio',
+    streamStyle: 'openai',
+    script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
+    intercept: (request): Answer | undefined => {
+      if (request.method === 'GET' && request.path === '/health')
+        return { kind: 'body', status: 200, contentType: 'text/plain', body: '' };
+      if (request.method === 'GET' && request.path === '/v1/models') {
+        return jsonAnswer(200, {
+          object: 'list',
+          data: options.models.map((m) => ({
+            id: m.id,
+            object: 'model',
+            created: CREATED,
+            owned_by: 'vllm',
+            root: m.id,
+            parent: null,
+            max_model_len: loadedContextOf(m),
+            permission: [
+              { id: `modelperm-${m.id.length}`, object: 'model_permission', allow_sampling: true },
+            ],
+          })),
+        });
+      }
+      if (!isChat(request)) return flat(404, 'NotFoundError', 'Not Found');
+      const body = (request.body ?? {}) as { model?: unknown; tools?: unknown[]; tool_choice?: unknown };
+      if (!options.models.some((m) => m.id === body.model))
+        return flat(404, 'NotFoundError', `The model \`${String(body.model)}\` does not exist.`);
+      const auto = body.tool_choice === undefined || body.tool_choice === 'auto';
+      if (options.toolCalling === false && (body.tools?.length ?? 0) > 0 && auto)
+        return flat(
+          400,
+          'BadRequestError',
+          '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+        );
+      return undefined;
+    },
+  });
+}
+
+/** An OpenAI-compatible endpoint taking `key`; the first `rateLimited` chats are refused 429. */
+export function startFakeKeyed(options: {
+  key: string;
+  modelIds: string[];
+  script?: ScriptedTurn[];
+  rateLimited?: number;
+  retryAfterS?: number;
+  /** The key chat requests need, when it differs from the catalog's (a key revoked between the two). */
+  chatKey?: string;
+  respond?: Respond;
+}): Promise<FakeLlmServer> {
+  let refusals = options.rateLimited ?? 0;
+  return startFakeLlmServer({
+    flavor: 'lm_studio',
+    streamStyle: 'openai',
+    script: options.script ?? [],
+    ...(options.respond === undefined ? {} : { respond: options.respond }),
+    intercept: (request): Answer | undefined => {
+      const sent = /^Bearer (.*)$/.exec(request.headers.authorization ?? '')?.[1];
+      if (sent !== (isChat(request) ? (options.chatKey ?? options.key) : options.key))
+        return jsonAnswer(401, {
+          error: {
+            message: `Incorrect API key provided: ${sent ?? ''}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_api_key',
+          },
+        });
+      if (request.method === 'GET' && request.path === '/v1/models')
+        return jsonAnswer(200, {
+          object: 'list',
+          data: options.modelIds.map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'system' })),
+        });
+      if (!isChat(request))
+        return jsonAnswer(404, { error: { message: 'Not found', type: 'invalid_request_error' } });
+      if (refusals > 0) {
+        refusals -= 1;
+        const after = options.retryAfterS ?? 1;
+        return {
+          ...jsonAnswer(429, {
+            error: {
+              message: `Rate limit reached on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in ${after}s.`,
+              type: 'requests',
+              param: null,
+              code: 'rate_limit_exceeded',
+            },
+          }),
+          headers: {
+            'retry-after': String(after),
+            'x-ratelimit-limit-requests': '3',
+            'x-ratelimit-remaining-requests': '0',
+            'x-ratelimit-reset-requests': `${after}s`,
+          },
+        } as Answer;
+      }
+      return undefined;
+    },
+  });
+}
