@@ -89,7 +89,7 @@ export function eventLog() {
 }
 
 export function openSpecTask(id: string, text: string, done = false): OpenSpecTask {
-  return { id, text, done, details: [], section: '1. Work', line: 1 };
+  return { id, text, done, details: [], section: '1. Work', line: 1, parent: null };
 }
 
 export function openSpecChange(id: string, tasks: OpenSpecTask[]): OpenSpecChange {

@@ -10,7 +10,7 @@ import type {
 import type { DaemonEvent, StampedDaemonEvent } from './daemon-events.ts';
 import { type DaemonState, emptyState } from './daemon-state.ts';
 import { findRecord, taskView } from './daemon-status.ts';
-import type { OpenSpecSource } from './openspec.ts';
+import { type OpenSpecSource, workOrder } from './openspec.ts';
 import type { Repository } from './repository.ts';
 import { type TaskWorkContext, workTask } from './task-work.ts';
 
@@ -108,7 +108,7 @@ export class CompletionDaemon {
     return { cancelled: reason === 'cancelled', blocked };
   }
 
-  /** One scan: every change in name order, each change's tasks in document order. */
+  /** One scan: every change in name order, each change's tasks in document order, sub-tasks first. */
   async #pass(signal: AbortSignal): Promise<'idle' | 'cancelled'> {
     const scan = await this.#deps.openspec.scan();
     const wanted = (id: string) => this.#options.changes.length === 0 || this.#options.changes.includes(id);
@@ -118,7 +118,7 @@ export class CompletionDaemon {
     }
     for (const change of scan.changes.filter((c) => wanted(c.id))) {
       const done = change.tasks.filter((task) => task.done);
-      for (const task of change.tasks) {
+      for (const task of workOrder(change.tasks)) {
         if (task.done) continue;
         const record = findRecord(this.#state, change.id, task.id);
         if (record?.status === 'blocked' && record.text === task.text && !this.#retryBlocked) {

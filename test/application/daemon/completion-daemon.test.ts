@@ -133,7 +133,7 @@ function runResult(runId: string, status: 'succeeded' | 'failed'): RunResult {
 }
 
 function task(id: string, text: string, done = false): OpenSpecTask {
-  return { id, text, done, details: [], section: '1. Work', line: 1 };
+  return { id, text, done, details: [], section: '1. Work', line: 1, parent: null };
 }
 
 function change(id: string, tasks: OpenSpecTask[]): EditableChange {
