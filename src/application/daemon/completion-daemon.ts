@@ -72,9 +72,13 @@ export class CompletionDaemon {
   async run(signal: AbortSignal): Promise<DaemonOutcome> {
     const { git } = this.#deps;
     const release = await git.lock();
+    // A refused start (dirty tree, detached HEAD, a state it cannot read) changes no state: the
+    // state is read first and written only once the repository is known to be fit to work in.
+    let started = false;
     try {
-      await git.ensureReady();
       this.#state = (await this.#deps.state.load()) ?? this.#state;
+      await git.ensureReady();
+      started = true;
       this.#state.pid = this.#deps.owner.pid;
       this.#state.host = this.#deps.owner.host;
       await this.#save();
@@ -96,8 +100,10 @@ export class CompletionDaemon {
         if (signal.aborted) return this.#stop('cancelled');
       }
     } finally {
-      this.#state.pid = null;
-      await this.#save().catch(() => {});
+      if (started) {
+        this.#state.pid = null;
+        await this.#save().catch(() => {});
+      }
       await release();
     }
   }

@@ -25,7 +25,8 @@ stops and the others go on. When no model is reachable no attempt is spent: the 
 
 The repository must be a git work tree on a branch with nothing uncommitted: the daemon never
 discards a change it did not make. One daemon per repository. Its state is kept under the runs
-directory (and in control.daemon_tasks), never in the repository.
+directory (and in control.daemon_tasks), never in the work tree: a runs directory inside it is
+replaced by .git/fabric/runs. A refused start changes no state.
 
 Options:
       --repo DIR          the repository (default: the working directory)
