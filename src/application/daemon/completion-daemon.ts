@@ -41,6 +41,10 @@ export interface CompletionDaemonOptions {
   readonly retryBlocked: boolean;
   /** First wait when the backend is down; it doubles, capped at the interval. Default 1 s. */
   readonly backoffBaseMs?: number;
+  /** Times a failing validation runs again before an attempt is spent (flaky tests). Default 1. */
+  readonly validationReruns?: number;
+  /** Run the validation at HEAD before a change's first task (its failing tests are pre-existing). Default true. */
+  readonly baseline?: boolean;
 }
 
 /** How a daemon ended: cancelled (SIGINT/SIGTERM) or after `--once`, and how many tasks are blocked. */
@@ -60,6 +64,8 @@ export class CompletionDaemon {
   readonly #options: CompletionDaemonOptions;
   #state: DaemonState;
   #retryBlocked: boolean;
+  /** The tests failing at each HEAD the baseline ran at. */
+  readonly #baselines = new Map<string, ReadonlySet<string>>();
 
   constructor(deps: CompletionDaemonDeps, options: CompletionDaemonOptions) {
     this.#deps = deps;
@@ -124,6 +130,7 @@ export class CompletionDaemon {
     }
     for (const change of scan.changes.filter((c) => wanted(c.id))) {
       const done = change.tasks.filter((task) => task.done);
+      let baseline: ReadonlySet<string> | null = null;
       for (const task of workOrder(change.tasks)) {
         if (task.done) continue;
         const record = findRecord(this.#state, change.id, task.id);
@@ -131,7 +138,9 @@ export class CompletionDaemon {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
           break;
         }
-        const outcome = await workTask(this.#taskContext(), { change, task, done }, signal);
+        baseline ??= await this.#baseline(change.id, signal);
+        if (signal.aborted) return 'cancelled';
+        const outcome = await workTask(this.#taskContext(), { change, task, done, baseline }, signal);
         if (outcome === 'cancelled') return 'cancelled';
         if (outcome === 'blocked') {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
@@ -153,6 +162,31 @@ export class CompletionDaemon {
     return 'idle';
   }
 
+  /**
+   * The validation at HEAD before a change's first task (SPEC §11.1): the tests failing there
+   * are pre-existing, reported and never blamed on a task. Run once per commit.
+   */
+  async #baseline(change: string, signal: AbortSignal): Promise<ReadonlySet<string>> {
+    if (this.#options.baseline === false) return new Set();
+    const commit = await this.#deps.git.head();
+    let failed = this.#baselines.get(commit);
+    const report = failed === undefined ? await this.#deps.validator.validate(signal) : null;
+    if (signal.aborted) return new Set();
+    if (report !== null) {
+      failed = new Set(report.ok ? [] : (report.failedTests ?? []));
+      this.#baselines.set(commit, failed);
+      this.#emit({
+        event: 'baseline',
+        change,
+        commit,
+        ok: report.ok,
+        failed_tests: report.ok ? [] : report.failedTests,
+        summary: report.ok ? null : report.summary,
+      });
+    }
+    return failed ?? new Set();
+  }
+
   /** What the work on a task reaches: the ports, the settings, the state as it is now. */
   #taskContext(): TaskWorkContext {
     const deps = this.#deps;
@@ -165,6 +199,7 @@ export class CompletionDaemon {
       clock: deps.clock,
       state: this.#state,
       maxAttempts: this.#options.maxAttempts,
+      reruns: this.#options.validationReruns ?? 1,
       backoff: { baseMs: this.#options.backoffBaseMs ?? 1000, capMs: this.#options.intervalMs },
       save: () => this.#save(),
       emit: (event) => this.#emit(event),

@@ -11,6 +11,16 @@ export type DaemonEvent =
       readonly once: boolean;
     }
   | { readonly event: 'change_unreadable'; readonly change: string; readonly message: string }
+  | {
+      /** The validation at HEAD before a change's first task: the tests that fail there are pre-existing. */
+      readonly event: 'baseline';
+      readonly change: string;
+      readonly commit: string;
+      readonly ok: boolean;
+      /** Tests failing at HEAD; null when the build itself fails there. */
+      readonly failed_tests: readonly string[] | null;
+      readonly summary: string | null;
+    }
   | { readonly event: 'task_start'; readonly task: DaemonTaskView; readonly attempt: number }
   | {
       readonly event: 'run_end';
@@ -30,6 +40,10 @@ export type DaemonEvent =
       readonly report: string | null;
       /** What failed, for a person (the failing tests and their messages); null when they passed. */
       readonly summary: string | null;
+      /** Failing tests that fail at HEAD too (the baseline): reported, never blamed on the task. */
+      readonly preexisting: readonly string[];
+      /** The validation failed and is run again before the attempt is spent. */
+      readonly rerun: boolean;
     }
   | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
   | {
@@ -44,6 +58,10 @@ export type DaemonEvent =
       readonly clippy_after: number | null;
       /** Time counting clippy's warnings, before and after. */
       readonly clippy_ms: number;
+      /** Tests failing at HEAD that still fail: reported, not the task's doing. */
+      readonly preexisting_failures: readonly string[];
+      /** Tests that failed, then passed when the validation ran again. */
+      readonly flaky_tests: readonly string[];
       /** The daemon's own time: task text, tick, git status/add/commit, state writes. */
       readonly overhead_ms: number;
     }

@@ -30,6 +30,12 @@ export interface ValidationReport {
   readonly summary: string;
   /** Tests that passed, summed over `cargo test`'s result lines; null when no tests ran. */
   readonly testsPassed: number | null;
+  /**
+   * The tests that failed, by name, when test failures are all that failed; null when something
+   * else failed (a build error, a command not run): then no baseline can excuse the failure.
+   * Empty when ok.
+   */
+  readonly failedTests: readonly string[] | null;
 }
 
 /** Runs the configured validation commands (default `cargo build`, `cargo test`) in the sandbox. */

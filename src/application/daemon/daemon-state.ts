@@ -28,6 +28,10 @@ export interface DaemonTaskRecord {
   clippy_after: number | null;
   /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
   clippy_note: string | null;
+  /** Tests that failed at HEAD before the change's first task and fail with the task too: not its doing. */
+  preexisting_failures?: string[];
+  /** Tests that failed and then passed when the validation ran again: flaky, not blocking. */
+  flaky_tests?: string[];
 }
 
 /** Backend connection health as the daemon saw it. */

@@ -29,6 +29,10 @@ export interface DaemonTaskFigures {
   /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
   readonly clippy_note: string | null;
   readonly diagnostics: string | null;
+  /** Tests failing at HEAD before the change's first task that failed with the task too. */
+  readonly preexisting_failures: readonly string[];
+  /** Tests that failed and then passed when the validation ran again. */
+  readonly flaky_tests: readonly string[];
 }
 
 /** The shape of SPEC §11, with the per-task figures and unreadable changes beside it. */
@@ -174,6 +178,8 @@ export function buildStatus(
         clippy_after: task.clippy_after ?? null,
         clippy_note: task.clippy_note ?? null,
         diagnostics: task.diagnostics,
+        preexisting_failures: task.preexisting_failures ?? [],
+        flaky_tests: task.flaky_tests ?? [],
       })),
     },
     backend: { ...backend },

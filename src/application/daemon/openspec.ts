@@ -51,6 +51,8 @@ export interface SpecDelta {
 /** `openspec/changes/<id>/`. */
 export interface OpenSpecChange {
   readonly id: string;
+  /** Its tasks.md, relative to the repository (`openspec/changes/<id>/tasks.md`). */
+  readonly tasksFile: string;
   readonly proposal: string;
   readonly design: string | null;
   readonly specs: readonly SpecDelta[];

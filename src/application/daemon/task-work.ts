@@ -26,11 +26,13 @@ export interface TaskWorkContext {
   readonly validator: Validator;
   readonly clippy: ClippyCounter | undefined;
   readonly openspec: Pick<OpenSpecSource, 'tick'>;
-  readonly git: Pick<Repository, 'restore' | 'commit'>;
+  readonly git: Pick<Repository, 'restore' | 'commit' | 'changedFiles'>;
   readonly clock: Clock;
   /** The daemon's state: the task's record goes in it, and the backend's health. */
   readonly state: DaemonState;
   readonly maxAttempts: number;
+  /** Times a failing validation runs again before an attempt is spent. */
+  readonly reruns: number;
   readonly backoff: Backoff;
   /** Writes the state (and the record to the control plane). */
   save(): Promise<void>;
@@ -42,6 +44,8 @@ export interface TaskItem {
   readonly change: OpenSpecChange;
   readonly task: OpenSpecTask;
   readonly done: readonly OpenSpecTask[];
+  /** Tests failing at HEAD before the change's first task. */
+  readonly baseline: ReadonlySet<string>;
 }
 
 /** Works on a task until it is done, blocked or cancelled. */
@@ -63,9 +67,16 @@ export async function workTask(
     validator: ctx.validator,
     clock: ctx.clock,
     emit: (event) => ctx.emit(event),
+    changedFiles: () => ctx.git.changedFiles(),
     backendUp: () => {
       if (markBackendUp(ctx.state.backend, ctx.clock.now())) ctx.emit({ event: 'backend_up' });
     },
+  };
+  const judging = {
+    baseline: item.baseline,
+    reruns: ctx.reruns,
+    tasksFile: change.tasksFile,
+    noEditOk: change.tasks.some((t) => t.parent === task.id),
   };
   let feedback: string | null = null;
   while (record.attempts < ctx.maxAttempts) {
@@ -81,7 +92,14 @@ export async function workTask(
       maxAttempts: ctx.maxAttempts,
       feedback,
     });
-    const outcome: AttemptOutcome = await attemptTask(ports, { record, attempt, text, times, signal });
+    const outcome: AttemptOutcome = await attemptTask(ports, {
+      record,
+      attempt,
+      text,
+      times,
+      signal,
+      judging,
+    });
     switch (outcome.kind) {
       case 'cancelled':
         return cancel(ctx, record);
@@ -129,6 +147,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
       lines_added: size.added,
       lines_removed: size.removed,
       tests_passed: validated.testsPassed,
+      preexisting_failures: [...validated.preexisting],
+      flaky_tests: [...validated.flaky],
     });
     await ctx.save();
     ctx.emit({
@@ -140,6 +160,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
       clippy_before: record.clippy_before,
       clippy_after: record.clippy_after,
       clippy_ms: times.clippyMs,
+      preexisting_failures: [...validated.preexisting],
+      flaky_tests: [...validated.flaky],
       // What the daemon itself cost beyond the runs, validation and clippy: prompt, tick, git, state.
       overhead_ms: endMs - done.startedMs - times.runMs - times.validationMs - times.clippyMs,
     });

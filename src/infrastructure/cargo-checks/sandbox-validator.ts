@@ -124,7 +124,7 @@ export class SandboxValidator implements Validator, ClippyCounter {
       } catch (error) {
         const section = `$ ${command}\nnot run: ${errorMessage(error)}`;
         sections.push(section);
-        return { ok: false, report: sections.join('\n\n'), summary: section, testsPassed };
+        return { ok: false, report: sections.join('\n\n'), summary: section, testsPassed, failedTests: null };
       }
       const output = `${result.stdout}\n${result.stderr}`.trim();
       const passed = countPassed(output);
@@ -141,10 +141,12 @@ export class SandboxValidator implements Validator, ClippyCounter {
         `$ ${command}\n${end}\n${described === null ? tail(output) : `${described}\n\nThe output's end:\n${tail(output)}`}`,
       );
       const summary = `$ ${command}: ${end}\n${described ?? lastLines(output, SUMMARY_LINES)}`;
+      // Test failures can be judged against the baseline; anything else (a build error) cannot.
+      const failedTests = failures === null ? null : failures.failed.map((test) => test.name);
       // Tests of a crate that does not build say nothing new.
-      return { ok: false, report: sections.join('\n\n'), summary, testsPassed };
+      return { ok: false, report: sections.join('\n\n'), summary, testsPassed, failedTests };
     }
-    return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed };
+    return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed, failedTests: [] };
   }
 }
 

@@ -70,6 +70,7 @@ export class OpenSpecFiles implements OpenSpecSource {
     const tasks = parseTasks(tasksText, this.#shown(tasksPath));
     return {
       id,
+      tasksFile: relative(this.#repo, tasksPath).split(sep).join('/'),
       proposal: (await readOptional(join(dir, 'proposal.md'))) ?? '',
       design: await readOptional(join(dir, 'design.md')),
       specs: await readSpecs(join(dir, 'specs')),

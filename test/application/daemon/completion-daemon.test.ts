@@ -54,6 +54,9 @@ class MemoryRepo implements Repository {
   async restore() {
     this.restores += 1;
   }
+  async changedFiles() {
+    return ['src/lib.rs'];
+  }
   async commit(message: string) {
     if (this.hookFails) throw new FabricError('tool_failed', 'git commit failed: pre-commit said no');
     this.commits.push(message);
@@ -101,6 +104,7 @@ class ScriptedValidator implements Validator {
       report: ok ? '$ cargo test\nexit code 0' : '$ cargo test\nexit code 101\ntest x ... FAILED',
       summary: ok ? '' : '$ cargo test: exit code 101\ntest x failed',
       testsPassed: ok ? 1 : 0,
+      failedTests: ok ? [] : ['x'],
     };
   }
 }
@@ -137,7 +141,14 @@ function task(id: string, text: string, done = false): OpenSpecTask {
 }
 
 function change(id: string, tasks: OpenSpecTask[]): EditableChange {
-  return { id, proposal: `# ${id}`, design: null, specs: [], tasks };
+  return {
+    id,
+    tasksFile: `openspec/changes/${id}/tasks.md`,
+    proposal: `# ${id}`,
+    design: null,
+    specs: [],
+    tasks,
+  };
 }
 
 function daemon(parts: {
@@ -177,6 +188,9 @@ function daemon(parts: {
       maxAttempts: parts.maxAttempts ?? 3,
       retryBlocked: parts.retryBlocked ?? false,
       backoffBaseMs: 10,
+      // The baseline and the reruns have tests of their own (attempt-steps, daemon-baseline).
+      baseline: false,
+      validationReruns: 0,
     },
   );
   return { instance, events };

@@ -16,6 +16,16 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${plural(event.max_attempts, 'attempt')} · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
     case 'change_unreadable':
       return s.red(`✗ change ${event.change} cannot be read: ${event.message}`);
+    case 'baseline':
+      return event.ok
+        ? s.dim(`  baseline of ${event.change} at ${event.commit.slice(0, 10)}: validation passes`)
+        : s.yellow(
+            `  baseline of ${event.change} at ${event.commit.slice(0, 10)}: ${
+              event.failed_tests === null
+                ? 'the build fails at HEAD'
+                : `${plural(event.failed_tests.length, 'test')} fail at HEAD (pre-existing, not blamed on a task): ${event.failed_tests.join(', ')}`
+            }`,
+          );
     case 'task_start':
       return s.bold(`▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}`);
     case 'run_end':
@@ -23,10 +33,12 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
     case 'validation':
       return event.ok
         ? s.green(
-            `  ✓ validated${event.tests_passed === null ? '' : ` (${plural(event.tests_passed, 'test')} passed)`}`,
+            `  ✓ validated${event.tests_passed === null ? '' : ` (${plural(event.tests_passed, 'test')} passed)`}${
+              event.preexisting.length === 0 ? '' : `; pre-existing failures: ${event.preexisting.join(', ')}`
+            }`,
           )
         : s.red(
-            `  ✗ validation failed: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
+            `  ✗ validation failed${event.rerun ? ' (running it again before the attempt is spent)' : ''}: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
           );
     case 'task_retry':
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);

@@ -48,6 +48,9 @@ export function figureLine(figures: DaemonTaskFigures): string {
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
   if (figures.tests_passed !== null) parts.push(`${plural(figures.tests_passed, 'test')} passed`);
   parts.push(clippyText(figures));
+  if (figures.preexisting_failures.length > 0)
+    parts.push(`pre-existing failures (red at HEAD): ${figures.preexisting_failures.join(', ')}`);
+  if (figures.flaky_tests.length > 0) parts.push(`flaky: ${figures.flaky_tests.join(', ')}`);
   return parts.join(', ');
 }
 

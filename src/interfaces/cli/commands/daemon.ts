@@ -18,6 +18,10 @@ Works through a repository's OpenSpec change sets (openspec/changes/<id>/tasks.m
 time: a rust-specialist run implements the task, the validation commands (daemon.validate in the
 config; default: cargo build, cargo test) run in the sandbox, and a validated task is ticked in
 tasks.md and committed with its work (one commit per task, with a Fabric-Run: <run_id> trailer).
+The validation runs at HEAD before a change's first task: tests failing there are reported as
+pre-existing, never blamed on a task; only a regression (a test that passed at HEAD) or a build
+error fails an attempt. A failing validation runs once more first: a test that then passes is
+labelled flaky. A run that changes nothing but tasks.md is a failed attempt.
 A task that fails is tried again with the failure as feedback, from where the last attempt left
 the tree; after --max-attempts it is blocked: the tree goes back to the last commit, its change
 stops and the others go on. When no model is reachable no attempt is spent: the daemon waits
