@@ -57,6 +57,8 @@ export interface AttemptInput {
   readonly record: DaemonTaskRecord;
   readonly attempt: number;
   readonly text: string;
+  /** The model to ask for (escalation); undefined: the runner's own. */
+  readonly model?: string | undefined;
   readonly times: TaskTimes;
   readonly signal: AbortSignal;
   /** What the validation is judged against (SPEC §11.1). */
@@ -100,7 +102,7 @@ export async function attemptTask(ports: AttemptPorts, input: AttemptInput): Pro
 export async function runStep(ports: AttemptPorts, input: AttemptInput): Promise<RunStepOutcome> {
   const { record, attempt, signal } = input;
   const start = ports.clock.now().getTime();
-  const started = await ports.runner.run(input.text, signal);
+  const started = await ports.runner.run(input.text, signal, input.model);
   input.times.runMs += ports.clock.now().getTime() - start;
   if (started.kind === 'cancelled' || signal.aborted) return { kind: 'cancelled' };
   if (started.kind === 'backend_down') return { kind: 'backend_down', message: started.message };
@@ -108,6 +110,7 @@ export async function runStep(ports: AttemptPorts, input: AttemptInput): Promise
   const { result } = started;
   record.attempts = attempt;
   record.run_ids.push(result.run_id);
+  record.models = [...(record.models ?? []), result.model];
   record.tokens += result.usage.total_tokens;
   const error = result.error === null ? null : `${result.error.code}: ${result.error.message}`;
   ports.emit({

@@ -41,6 +41,11 @@ export interface CompletionDaemonOptions {
   readonly retryBlocked: boolean;
   /** First wait when the backend is down; it doubles, capped at the interval. Default 1 s. */
   readonly backoffBaseMs?: number;
+  /**
+   * The models to escalate through, cheapest first, each given `maxAttempts` (SPEC §11.1);
+   * default one: the runner's own.
+   */
+  readonly models?: readonly string[];
   /** Times a failing validation runs again before an attempt is spent (flaky tests). Default 1. */
   readonly validationReruns?: number;
   /** Run the validation at HEAD before a change's first task (its failing tests are pre-existing). Default true. */
@@ -93,6 +98,7 @@ export class CompletionDaemon {
         repo: this.#deps.repo,
         changes: this.#options.changes,
         max_attempts: this.#options.maxAttempts,
+        models: this.#options.models ?? [],
         interval_s: Math.round(this.#options.intervalMs / 1000),
         once: this.#options.once,
       });
@@ -199,6 +205,10 @@ export class CompletionDaemon {
       clock: deps.clock,
       state: this.#state,
       maxAttempts: this.#options.maxAttempts,
+      models:
+        this.#options.models === undefined || this.#options.models.length === 0
+          ? [undefined]
+          : this.#options.models,
       reruns: this.#options.validationReruns ?? 1,
       backoff: { baseMs: this.#options.backoffBaseMs ?? 1000, capMs: this.#options.intervalMs },
       save: () => this.#save(),

@@ -6,7 +6,10 @@ export type DaemonEvent =
       readonly event: 'daemon_start';
       readonly repo: string;
       readonly changes: readonly string[];
+      /** Attempts per model. */
       readonly max_attempts: number;
+      /** The escalation list (`daemon.models`), cheapest first; empty: one model. */
+      readonly models: readonly string[];
       readonly interval_s: number;
       readonly once: boolean;
     }
@@ -21,7 +24,13 @@ export type DaemonEvent =
       readonly failed_tests: readonly string[] | null;
       readonly summary: string | null;
     }
-  | { readonly event: 'task_start'; readonly task: DaemonTaskView; readonly attempt: number }
+  | {
+      readonly event: 'task_start';
+      readonly task: DaemonTaskView;
+      readonly attempt: number;
+      /** The model asked for (escalation); null: the specialist's own. */
+      readonly model: string | null;
+    }
   | {
       readonly event: 'run_end';
       readonly task: DaemonTaskView;

@@ -14,7 +14,8 @@ export type TaskRunResult =
 
 /** Starts a specialist run in the repository (the rust specialist by default). */
 export interface TaskRunner {
-  run(task: string, signal: AbortSignal): Promise<TaskRunResult>;
+  /** `model`: the model to ask for; undefined: the runner's own (the specialist's). */
+  run(task: string, signal: AbortSignal, model?: string): Promise<TaskRunResult>;
 }
 
 /** The outcome of the validation commands. */

@@ -11,6 +11,8 @@ export interface DaemonTaskRecord {
   status: DaemonTaskStatus;
   attempts: number;
   run_ids: string[];
+  /** The model of each attempt's run, in order (escalation: SPEC §11.1). */
+  models?: string[];
   commit: string | null;
   /** The last failure (compiler, tests, run error, commit hook) when blocked or retrying. */
   diagnostics: string | null;

@@ -30,7 +30,13 @@ export interface TaskWorkContext {
   readonly clock: Clock;
   /** The daemon's state: the task's record goes in it, and the backend's health. */
   readonly state: DaemonState;
+  /** Attempts per model. */
   readonly maxAttempts: number;
+  /**
+   * The models from cheapest to strongest (`daemon.models`), each given `maxAttempts`; one
+   * undefined entry: the runner's own model.
+   */
+  readonly models: readonly (string | undefined)[];
   /** Times a failing validation runs again before an attempt is spent. */
   readonly reruns: number;
   readonly backoff: Backoff;
@@ -79,23 +85,27 @@ export async function workTask(
     noEditOk: change.tasks.some((t) => t.parent === task.id),
   };
   let feedback: string | null = null;
-  while (record.attempts < ctx.maxAttempts) {
+  const budget = ctx.maxAttempts * ctx.models.length;
+  while (record.attempts < budget) {
     if (signal.aborted) return cancel(ctx, record);
     const attempt = record.attempts + 1;
     await ctx.save();
-    ctx.emit({ event: 'task_start', task: recordView(record), attempt });
+    // After a model's attempts are spent, the next one takes the task over (escalation).
+    const model = ctx.models[Math.floor((attempt - 1) / ctx.maxAttempts)];
+    ctx.emit({ event: 'task_start', task: recordView(record), attempt, model: model ?? null });
     const text = buildTaskText({
       change,
       task,
       done: item.done,
       attempt,
-      maxAttempts: ctx.maxAttempts,
+      maxAttempts: budget,
       feedback,
     });
     const outcome: AttemptOutcome = await attemptTask(ports, {
       record,
       attempt,
       text,
+      model,
       times,
       signal,
       judging,
@@ -134,7 +144,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
   if (signal.aborted) return cancel(ctx, record);
   try {
     await ctx.openspec.tick(item.change.id, item.task);
-    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, ctx.maxAttempts);
+    const budget = ctx.maxAttempts * ctx.models.length;
+    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, budget);
     const { commit, size } = await ctx.git.commit(message);
     const endMs = ctx.clock.now().getTime();
     Object.assign(record, {
@@ -200,7 +211,7 @@ async function countClippy(
 /** A failed attempt: its diagnostics are kept, and said when another attempt follows. */
 function retry(ctx: TaskWorkContext, record: DaemonTaskRecord, diagnostics: string): void {
   record.diagnostics = diagnostics;
-  if (record.attempts < ctx.maxAttempts) {
+  if (record.attempts < ctx.maxAttempts * ctx.models.length) {
     ctx.emit({ event: 'task_retry', task: recordView(record), diagnostics });
   }
 }

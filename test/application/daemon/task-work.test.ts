@@ -48,6 +48,7 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
     clock: steppingClock(),
     state: emptyState('/repo', new Date(0)),
     maxAttempts: 2,
+    models: [undefined],
     reruns: 0,
     backoff: { baseMs: 1, capMs: 4 },
     save: async () => {

@@ -27,7 +27,9 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
             }`,
           );
     case 'task_start':
-      return s.bold(`▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}`);
+      return s.bold(
+        `▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}${event.model === null ? '' : ` (${event.model})`}`,
+      );
     case 'run_end':
       return `  run ${event.run_id} ended ${event.status}${event.error === null ? '' : `: ${event.error}`}`;
     case 'validation':

@@ -31,6 +31,11 @@ export function formatStatus(status: DaemonStatus): string {
   lines.push(
     `\nattempts ${s.attempts}, tasks committed ${s.succeeded}, success rate ${pct(s.success_rate)}, first-attempt success ${pct(s.first_attempt_success_rate)}`,
   );
+  for (const m of s.models) {
+    lines.push(
+      `model ${m.model}: ${plural(m.attempts, 'attempt')}, ${plural(m.succeeded, 'task')} done, success rate ${pct(m.success_rate)}`,
+    );
+  }
   if (s.seconds_per_task !== null)
     lines.push(`per task: ${s.seconds_per_task}s, ${plural(s.tokens_per_task ?? 0, 'token')}`);
   const b = status.backend;

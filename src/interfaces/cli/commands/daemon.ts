@@ -37,9 +37,11 @@ Options:
       --change ID         only this change (repeatable; default: every change, in name order)
       --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked)
       --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
-      --max-attempts N    attempts per task before it is blocked (default 3)
+      --max-attempts N    attempts per task and model before it is blocked (default 3; with
+                          daemon.models, each model in turn gets N attempts)
       --retry-blocked     try blocked tasks again (a task whose text changed is retried anyway)
-  -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's)
+  -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's, or
+                          daemon.models: a list from cheapest to strongest, tried in turn)
   -c, --config FILE       the config file
       --json              one JSON line per event on stdout (progress stays on stderr)
   -h, --help              show this help
@@ -96,6 +98,9 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       intervalMs: intervalS * 1000,
       maxAttempts,
       retryBlocked: values['retry-blocked'] === true,
+      // --model names one model; otherwise daemon.models escalates, cheapest first.
+      models: values.model === undefined ? (config.daemon.models ?? []) : [],
+      validationReruns: config.daemon.validation_reruns,
     },
   });
   const outcome = await daemon.run(io.signal);

@@ -120,6 +120,7 @@ describe('the battery and daemon pages', () => {
         status: 'done' as const,
         attempts: 1,
         run_ids: ['run-one'],
+        models: ['big/model'],
         commit: '0123456789abcdef0123',
         seconds: 42,
         tokens: 1200,
@@ -130,6 +131,7 @@ describe('the battery and daemon pages', () => {
         status: 'blocked' as const,
         attempts: 3,
         run_ids: ['run-two', 'run-three', 'run-four'],
+        models: ['small/model', 'small/model', 'big/model'],
         diagnostics: `error[E0425]: ${hostile}`,
         clippy_note: 'cargo clippy exited with code 101',
       }),
@@ -155,6 +157,10 @@ describe('the battery and daemon pages', () => {
     expect(text).toContain('✗ down · 2 failures · backing off 8 s');
     expect(text).toContain('42.0 s · 1200 tokens · clippy warnings 0 → 1');
     expect(text).toContain('clippy: cargo clippy exited with code 101');
+    // Escalation: each model's success rate, in the order the models were used.
+    expect(text).toMatch(
+      /Per model[\s\S]*big\/model<\/span>: 50% of 2 attempts · 1 task done[\s\S]*small\/model<\/span>: 0% of 2 attempts · 0 tasks done/,
+    );
   });
 
   it('shows the matrix: a row per task, a column per model, each cell passed or failed with its check', async () => {
