@@ -22,6 +22,7 @@ import { systemClock } from '../infrastructure/clock.ts';
 import { daemonRunsDir, workTreeOf } from '../infrastructure/daemon/daemon-runs-dir.ts';
 import { daemonRepos, StateFile } from '../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../infrastructure/git/git-repository.ts';
+import { OpenSpecCommand } from '../infrastructure/openspec/openspec-cli.ts';
 import { OpenSpecFiles } from '../infrastructure/openspec/openspec-files.ts';
 import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
 import { pidState } from '../infrastructure/process/process-liveness.ts';
@@ -99,6 +100,8 @@ export async function createCompletionDaemon(
       sink: controlPlaneSink(fabric, setup.onDegraded),
       repo,
       openspec: new OpenSpecFiles(repo),
+      // OpenSpec's own CLI when it is on the PATH: a finished change is validated (and archived).
+      openspecCli: (await OpenSpecCommand.find(repo)) ?? undefined,
       git: new GitRepository(repo, [config.runs_dir]),
       runner,
       validator,

@@ -1,8 +1,10 @@
+import { errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
 import { sleep } from './abortable-sleep.ts';
 import type {
   ClippyCounter,
   DaemonStateStore,
+  OpenSpecCli,
   DaemonTaskSink,
   TaskRunner,
   Validator,
@@ -23,6 +25,8 @@ export interface CompletionDaemonDeps {
   readonly validator: Validator;
   readonly state: DaemonStateStore;
   readonly sink?: DaemonTaskSink | undefined;
+  /** OpenSpec's CLI when `openspec` is on the PATH: a finished change is validated (and archived). */
+  readonly openspecCli?: OpenSpecCli | undefined;
   /** Clippy's warnings before and after each task; none: no clippy figures. */
   readonly clippy?: ClippyCounter | undefined;
   readonly clock: Clock;
@@ -48,6 +52,8 @@ export interface CompletionDaemonOptions {
   readonly models?: readonly string[];
   /** Times a failing validation runs again before an attempt is spent (flaky tests). Default 1. */
   readonly validationReruns?: number;
+  /** Archive a change whose last task is done and that `openspec validate --strict` accepts (`--archive`). */
+  readonly archive?: boolean;
   /** Run the validation at HEAD before a change's first task (its failing tests are pre-existing). Default true. */
   readonly baseline?: boolean;
 }
@@ -137,11 +143,14 @@ export class CompletionDaemon {
     for (const change of scan.changes.filter((c) => wanted(c.id))) {
       const done = change.tasks.filter((task) => task.done);
       let baseline: ReadonlySet<string> | null = null;
+      let stopped = false;
+      let finished = 0;
       for (const task of workOrder(change.tasks)) {
         if (task.done) continue;
         const record = findRecord(this.#state, change.id, task.id);
         if (record?.status === 'blocked' && record.text === task.text && !this.#retryBlocked) {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
+          stopped = true;
           break;
         }
         baseline ??= await this.#baseline(change.id, signal);
@@ -150,10 +159,15 @@ export class CompletionDaemon {
         if (outcome === 'cancelled') return 'cancelled';
         if (outcome === 'blocked') {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
+          stopped = true;
           break;
         }
         done.push({ ...task, done: true });
+        finished += 1;
       }
+      // Its last task done in this pass: OpenSpec's own checks, and the archive when asked.
+      if (!stopped && finished > 0 && (await this.#finishChange(change.id, signal)) === 'cancelled')
+        return 'cancelled';
     }
     const counts = { done: 0, pending: 0, blocked: 0 };
     for (const change of (await this.#deps.openspec.scan()).changes.filter((c) => wanted(c.id))) {
@@ -166,6 +180,34 @@ export class CompletionDaemon {
     }
     this.#emit({ event: 'pass_end', ...counts });
     return 'idle';
+  }
+
+  /**
+   * A change whose last task is done: `openspec validate --strict` (reported), then with
+   * `--archive` `openspec archive` in a commit of its own; an archive that fails is undone.
+   */
+  async #finishChange(change: string, signal: AbortSignal): Promise<'done' | 'cancelled'> {
+    const cli = this.#deps.openspecCli;
+    if (cli === undefined) return 'done';
+    const validated = await cli.validate(change, signal);
+    if (signal.aborted) return 'cancelled';
+    this.#emit({ event: 'change_validated', change, ...validated });
+    if (!validated.ok || this.#options.archive !== true) return 'done';
+    const archived = await cli.archive(change, signal);
+    let commit: string | null = null;
+    let output = archived.output;
+    try {
+      if (archived.ok) {
+        commit = (
+          await this.#deps.git.commit(`${change}: archive the change\n\nopenspec archive ${change}\n`)
+        ).commit;
+      }
+    } catch (error) {
+      output = `${output}\n${errorMessage(error)}`.trim();
+    }
+    if (commit === null) await this.#deps.git.restore();
+    this.#emit({ event: 'change_archived', change, ok: commit !== null, commit, output });
+    return signal.aborted ? 'cancelled' : 'done';
   }
 
   /**

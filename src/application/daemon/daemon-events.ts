@@ -89,6 +89,21 @@ export type DaemonEvent =
       readonly backoff_s: number;
     }
   | { readonly event: 'backend_up' }
+  | {
+      /** `openspec validate --strict` on a change whose last task is done. */
+      readonly event: 'change_validated';
+      readonly change: string;
+      readonly ok: boolean;
+      readonly output: string;
+    }
+  | {
+      /** `openspec archive` (with `--archive`), committed on its own; null commit when it failed. */
+      readonly event: 'change_archived';
+      readonly change: string;
+      readonly ok: boolean;
+      readonly commit: string | null;
+      readonly output: string;
+    }
   | { readonly event: 'pass_end'; readonly done: number; readonly pending: number; readonly blocked: number }
   | { readonly event: 'idle'; readonly next_scan_s: number }
   | { readonly event: 'daemon_stop'; readonly reason: 'once' | 'cancelled'; readonly blocked: number };

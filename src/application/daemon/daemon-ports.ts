@@ -58,6 +58,20 @@ export interface ClippyCounter {
   countClippy(signal: AbortSignal): Promise<ClippyCount>;
 }
 
+/** What a command of OpenSpec's CLI came to: whether it passed, and what it said. */
+export interface OpenSpecCliResult {
+  readonly ok: boolean;
+  readonly output: string;
+}
+
+/** OpenSpec's own CLI (`openspec` on the PATH), for a change whose tasks are all done (SPEC §11.1). */
+export interface OpenSpecCli {
+  /** `openspec validate <id> --strict`. */
+  validate(changeId: string, signal: AbortSignal): Promise<OpenSpecCliResult>;
+  /** `openspec archive <id> --yes`: the change moves under archive/ and its spec deltas apply. */
+  archive(changeId: string, signal: AbortSignal): Promise<OpenSpecCliResult>;
+}
+
 /** Where the daemon's state lives outside the repository (a file under the runs directory). */
 export interface DaemonStateStore {
   /** The saved state, or null before the first daemon ran on this repository. */

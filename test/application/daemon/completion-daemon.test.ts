@@ -4,6 +4,7 @@ import type {
   ClippyCount,
   ClippyCounter,
   DaemonStateStore,
+  OpenSpecCli,
   TaskRunner,
   TaskRunResult,
   ValidationReport,
@@ -160,6 +161,8 @@ function daemon(parts: {
   state?: MemoryState;
   maxAttempts?: number;
   retryBlocked?: boolean;
+  openspecCli?: OpenSpecCli;
+  archive?: boolean;
 }) {
   const events: StampedDaemonEvent[] = [];
   let now = Date.parse('2026-11-24T00:00:00Z');
@@ -171,6 +174,7 @@ function daemon(parts: {
       runner: parts.runner,
       validator: parts.validator ?? new ScriptedValidator([]),
       clippy: parts.clippy,
+      openspecCli: parts.openspecCli,
       state: parts.state ?? new MemoryState(),
       clock: {
         now: () => {
@@ -191,12 +195,63 @@ function daemon(parts: {
       // The baseline and the reruns have tests of their own (attempt-steps, daemon-baseline).
       baseline: false,
       validationReruns: 0,
+      archive: parts.archive ?? false,
     },
   );
   return { instance, events };
 }
 
 describe('CompletionDaemon', () => {
+  it('checks a change it finished with openspec validate --strict, and archives only one that passes', async () => {
+    const said: string[] = [];
+    const cli = (valid: boolean): OpenSpecCli => ({
+      validate: async (id) => {
+        said.push(`validate ${id}`);
+        return { ok: valid, output: valid ? 'valid' : 'ERROR: missing scenario' };
+      },
+      archive: async (id) => {
+        said.push(`archive ${id}`);
+        return { ok: true, output: 'archived' };
+      },
+    });
+    const openspec = new MemoryOpenSpec([
+      change('a', [task('1.1', 'A one')]),
+      change('b', [task('1.1', 'B one', true)]),
+    ]);
+    const git = new MemoryRepo();
+    const { instance, events } = daemon({
+      openspec,
+      git,
+      runner: new ScriptedRunner([]),
+      openspecCli: cli(false),
+      archive: true,
+    });
+    await instance.run(new AbortController().signal);
+    // b was finished before: not checked again. a fails validation: reported, not archived.
+    expect(said).toEqual(['validate a']);
+    expect(events.find((e) => e.event === 'change_validated')).toMatchObject({
+      ok: false,
+      output: 'ERROR: missing scenario',
+    });
+    expect(git.commits).toHaveLength(1);
+
+    const again = new MemoryOpenSpec([change('c', [task('1.1', 'C one')])]);
+    const archived = daemon({
+      openspec: again,
+      git,
+      runner: new ScriptedRunner([]),
+      openspecCli: cli(true),
+      archive: true,
+    });
+    await archived.instance.run(new AbortController().signal);
+    expect(said.slice(1)).toEqual(['validate c', 'archive c']);
+    expect(git.commits.at(-1)).toMatch(/^c: archive the change/);
+    expect(archived.events.find((e) => e.event === 'change_archived')).toMatchObject({
+      ok: true,
+      commit: 'c3',
+    });
+  });
+
   it('blocks a task whose commit hook fails, restores the tree, and goes on with the next change', async () => {
     const openspec = new MemoryOpenSpec([
       change('a', [task('1.1', 'A one'), task('1.2', 'A two')]),

@@ -68,6 +68,18 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       );
     case 'backend_up':
       return s.green('  model backend reachable again');
+    case 'change_validated':
+      return event.ok
+        ? s.green(`✓ ${event.change}: every task done; openspec validate --strict passes`)
+        : s.red(
+            `✗ ${event.change}: every task done, but openspec validate --strict fails:\n${indent(lastLines(event.output, DIAGNOSTICS_LINES))}`,
+          );
+    case 'change_archived':
+      return event.ok
+        ? s.green(`✓ ${event.change} archived (openspec archive), committed ${event.commit?.slice(0, 10)}`)
+        : s.red(
+            `✗ ${event.change}: openspec archive failed; tree restored:\n${indent(lastLines(event.output, DIAGNOSTICS_LINES))}`,
+          );
     case 'pass_end':
       return `pass done: ${event.done} done, ${event.pending} pending, ${event.blocked} blocked`;
     case 'idle':

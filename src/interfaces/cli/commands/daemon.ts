@@ -40,6 +40,8 @@ Options:
       --max-attempts N    attempts per task and model before it is blocked (default 3; with
                           daemon.models, each model in turn gets N attempts)
       --retry-blocked     try blocked tasks again (a task whose text changed is retried anyway)
+      --archive           archive a change whose last task is done and that openspec validate
+                          --strict accepts (openspec archive, in a commit of its own)
   -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's, or
                           daemon.models: a list from cheapest to strongest, tried in turn)
   -c, --config FILE       the config file
@@ -50,6 +52,9 @@ Status (\`fabric daemon status\`): tasks done / pending / blocked per change, at
 rates, time and tokens per task, files and lines changed, tests passed, clippy warnings before
 and after (where sandbox.allowed_commands allows cargo clippy), backend health; --json prints
 { changes: [{ id, done, pending, blocked, tasks }], stats, backend }.
+
+With openspec (OpenSpec's CLI) on the PATH, a change whose last task is done is checked with
+openspec validate --strict, and the result reported.
 
 Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_DAEMON_INTERVAL.
 SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
@@ -101,6 +106,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       // --model names one model; otherwise daemon.models escalates, cheapest first.
       models: values.model === undefined ? (config.daemon.models ?? []) : [],
       validationReruns: config.daemon.validation_reruns,
+      archive: values.archive === true,
     },
   });
   const outcome = await daemon.run(io.signal);
@@ -116,6 +122,7 @@ function parse(argv: readonly string[]) {
     interval: { type: 'string' },
     'max-attempts': { type: 'string' },
     'retry-blocked': { type: 'boolean' },
+    archive: { type: 'boolean' },
     model: { type: 'string', short: 'm' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
