@@ -117,7 +117,8 @@ export class SandboxValidator implements Validator, ClippyCounter {
   async validate(signal: AbortSignal): Promise<ValidationReport> {
     const sections: string[] = [];
     let testsPassed: number | null = null;
-    for (const command of this.#commands) {
+    for (const configured of this.#commands) {
+      const command = everyTest(configured);
       let result: CommandResult;
       try {
         result = await this.#sandbox.run(command, signal);
@@ -148,6 +149,16 @@ export class SandboxValidator implements Validator, ClippyCounter {
     }
     return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed, failedTests: [] };
   }
+}
+
+/**
+ * `cargo test` runs every test binary even when one fails (`--no-fail-fast`): judged against the
+ * baseline, a test red at HEAD in the unit tests must not hide a regression in the integration
+ * tests after them.
+ */
+export function everyTest(command: string): string {
+  if (command.includes('--no-fail-fast')) return command;
+  return command.replace(/^(\s*cargo\s+test)(?=\s|$)/, '$1 --no-fail-fast');
 }
 
 /** Sums `test result: ok. 3 passed; ...` lines of `cargo test`; null when there are none. */

@@ -67,6 +67,8 @@ describe('fabric daemon against a baseline at HEAD', () => {
   it('commits past a test red at HEAD, retries a regression, labels a flaky test and fails a tick-only run', async () => {
     const repo = await daemonRepo({
       'src/lib.rs': RED_LIB,
+      // An integration test, green at HEAD: its binary runs after the unit tests' red one.
+      'tests/area.rs': '#[test]\nfn area_is_product() {\n    assert_eq!(fixture::area(2, 3), 6);\n}\n',
       'openspec/changes/a-red/tasks.md': '- [ ] 1.1 Add double\n',
       'openspec/changes/b-regress/tasks.md': '- [ ] 1.1 Add triple\n',
       'openspec/changes/c-flaky/tasks.md': '- [ ] 1.1 Add flaky\n',
@@ -87,18 +89,19 @@ describe('fabric daemon against a baseline at HEAD', () => {
         {
           match: taskKey('b-regress', '1.1'),
           script: [
-            // Breaks area (a test that passed at HEAD), then puts it back when told.
+            // Breaks the integration test (green at HEAD, in the binary after the unit tests' red
+            // one), then puts it back when told.
             addModule('triple', rustModule('triple', 'x * 3', 'assert_eq!(super::triple(2), 6);')),
             calls({
               name: 'edit_file',
-              arguments: { path: 'src/lib.rs', old_text: 'w * h', new_text: 'w + h' },
+              arguments: { path: 'tests/area.rs', old_text: '6);', new_text: '7);' },
             }),
             finish('Added triple.'),
             calls({
               name: 'edit_file',
-              arguments: { path: 'src/lib.rs', old_text: 'w + h', new_text: 'w * h' },
+              arguments: { path: 'tests/area.rs', old_text: '7);', new_text: '6);' },
             }),
-            finish('Put area back.'),
+            finish('Put the test back.'),
           ],
         },
         {
@@ -147,7 +150,7 @@ describe('fabric daemon against a baseline at HEAD', () => {
       'c-flaky 1.1: Add flaky',
       'd-tick 1.1: Add half',
     ]);
-    expect(await readFile(join(repo, 'src/lib.rs'), 'utf8')).toContain('w * h');
+    expect(await readFile(join(repo, 'tests/area.rs'), 'utf8')).toContain('6);');
     expect(await readFile(join(repo, 'openspec/changes/d-tick/tasks.md'), 'utf8')).toBe(
       '## 1. Half\n- [x] 1.1 Add half\n',
     );
@@ -157,7 +160,7 @@ describe('fabric daemon against a baseline at HEAD', () => {
     const regressed = texts.find(
       (t) => t.includes(taskKey('b-regress', '1.1')) && t.includes('attempt 2 of 2'),
     );
-    expect(regressed).toContain('area_multiplies');
+    expect(regressed).toContain('area_is_product');
     expect(regressed).toContain('not yours to fix, leave them: tests::needs_a_gpu');
     const ticked = texts.find((t) => t.includes(taskKey('d-tick', '1.1')) && t.includes('attempt 2 of 2'));
     expect(ticked).toContain('The run finished without changing any file but tasks.md');
@@ -187,5 +190,6 @@ describe('fabric daemon against a baseline at HEAD', () => {
     });
     expect(human.stdout).toContain('flaky: flaky::tests::flaky_once');
     expect(human.stdout).toContain('pre-existing failures (red at HEAD): tests::needs_a_gpu');
+    expect(run.stderr).toContain('$ cargo test --no-fail-fast');
   }, 240_000);
 });
