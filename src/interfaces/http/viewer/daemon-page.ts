@@ -101,6 +101,9 @@ function figureText(figures: DaemonTaskFigures): string {
   if (figures.clippy_before !== null || figures.clippy_after !== null)
     parts.push(`clippy warnings ${count(figures.clippy_before)} → ${count(figures.clippy_after)}`);
   if (figures.clippy_note !== null) parts.push(`clippy: ${figures.clippy_note}`);
+  if (figures.preexisting_failures.length > 0)
+    parts.push(`pre-existing failures (red at HEAD): ${figures.preexisting_failures.join(', ')}`);
+  if (figures.flaky_tests.length > 0) parts.push(`flaky: ${figures.flaky_tests.join(', ')}`);
   return parts.join(' · ');
 }
 

@@ -126,6 +126,8 @@ describe('the battery and daemon pages', () => {
         tokens: 1200,
         clippy_before: 0,
         clippy_after: 1,
+        preexisting_failures: ['tests::needs_a_gpu'],
+        flaky_tests: ['timing::tests::<tick>'],
       }),
       Object.assign(freshRecord('alpha', '1.2', `Second ${hostile}`), {
         status: 'blocked' as const,
@@ -155,7 +157,9 @@ describe('the battery and daemon pages', () => {
     );
     expect(text).toContain('0123456789ab');
     expect(text).toContain('✗ down · 2 failures · backing off 8 s');
-    expect(text).toContain('42.0 s · 1200 tokens · clippy warnings 0 → 1');
+    expect(text).toContain(
+      '42.0 s · 1200 tokens · clippy warnings 0 → 1 · pre-existing failures (red at HEAD): tests::needs_a_gpu · flaky: timing::tests::&lt;tick&gt;',
+    );
     expect(text).toContain('clippy: cargo clippy exited with code 101');
     // Escalation: each model's success rate, in the order the models were used.
     expect(text).toMatch(
