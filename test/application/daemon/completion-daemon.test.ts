@@ -45,7 +45,10 @@ class MemoryRepo implements Repository {
   restores = 0;
   commits: string[] = [];
   hookFails = false;
-  async ensureReady() {}
+  refuse: string | null = null;
+  async ensureReady() {
+    if (this.refuse !== null) throw new FabricError('usage', this.refuse);
+  }
   async lock() {
     return async () => {};
   }
@@ -67,10 +70,12 @@ class MemoryRepo implements Repository {
 
 class MemoryState implements DaemonStateStore {
   state: DaemonState | null = null;
+  saves = 0;
   async load() {
     return this.state === null ? null : structuredClone(this.state);
   }
   async save(state: DaemonState) {
+    this.saves += 1;
     this.state = structuredClone(state);
   }
 }
@@ -202,6 +207,25 @@ function daemon(parts: {
 }
 
 describe('CompletionDaemon', () => {
+  it('changes no state on a refused start: the state is read first and never written', async () => {
+    const openspec = new MemoryOpenSpec([change('a', [task('1.1', 'A one')])]);
+    const state = new MemoryState();
+    await daemon({ openspec, runner: new ScriptedRunner(['failed']), state, maxAttempts: 1 }).instance.run(
+      new AbortController().signal,
+    );
+    const before = structuredClone(state.state);
+    const saves = state.saves;
+    const git = new MemoryRepo();
+    git.refuse = 'the tree has uncommitted changes';
+    const runner = new ScriptedRunner([]);
+    await expect(
+      daemon({ openspec, git, runner, state }).instance.run(new AbortController().signal),
+    ).rejects.toThrow(/uncommitted changes/);
+    expect(state.saves).toBe(saves);
+    expect(state.state).toEqual(before);
+    expect(runner.texts).toEqual([]);
+  });
+
   it('checks a change it finished with openspec validate --strict, and archives only one that passes', async () => {
     const said: string[] = [];
     const cli = (valid: boolean): OpenSpecCli => ({
