@@ -19,8 +19,10 @@ import type { FabricConfig } from '../config/load.ts';
 import { errorMessage, FabricError } from '../domain/errors.ts';
 import { SandboxValidator } from '../infrastructure/cargo-checks/sandbox-validator.ts';
 import { systemClock } from '../infrastructure/clock.ts';
+import { daemonRunsDir, workTreeOf } from '../infrastructure/daemon/daemon-runs-dir.ts';
 import { daemonRepos, StateFile } from '../infrastructure/daemon/state-file.ts';
 import { GitRepository } from '../infrastructure/git/git-repository.ts';
+import { OpenSpecCommand } from '../infrastructure/openspec/openspec-cli.ts';
 import { OpenSpecFiles } from '../infrastructure/openspec/openspec-files.ts';
 import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
 import { pidState } from '../infrastructure/process/process-liveness.ts';
@@ -28,9 +30,12 @@ import { createFabric, type Fabric } from './fabric.ts';
 
 /** The daemon status of the repositories whose daemon state lies under this runs directory. */
 export function createDaemonStatusReader(runsDir: string): DaemonStatusReader {
+  // A runs directory inside a work tree: that repository's daemon kept its state in its git dir.
+  const tree = workTreeOf(runsDir);
+  const dirs = [runsDir, ...(tree === null ? [] : [daemonRunsDir(runsDir, tree)])];
   return new DaemonStatusReader({
-    repos: () => daemonRepos(runsDir),
-    state: (repo) => new StateFile(runsDir, repo),
+    repos: async () => [...new Set((await Promise.all(dirs.map(daemonRepos))).flat())].sort(),
+    state: (repo) => new StateFile(daemonRunsDir(runsDir, repo), repo),
     openspec: (repo) => new OpenSpecFiles(repo),
     isRunning: (owner) => owner.host === hostname() && pidState(owner.pid) === 'alive',
   });
@@ -62,8 +67,13 @@ export interface WiredDaemon {
  * Builds the completion daemon for a config and a repository. Throws before anything is opened
  * when the daemon's specialist is not defined or a validation command would be refused.
  */
-export async function createCompletionDaemon(config: FabricConfig, setup: DaemonSetup): Promise<WiredDaemon> {
+export async function createCompletionDaemon(
+  configured: FabricConfig,
+  setup: DaemonSetup,
+): Promise<WiredDaemon> {
   const { repo } = setup;
+  // Runs, state and database outside the work tree whatever the config: git status stays empty.
+  const config = { ...configured, runs_dir: daemonRunsDir(configured.runs_dir, repo) };
   const specialist = config.daemon.specialist;
   const specialistConfig = config.specialists[specialist];
   if (specialistConfig === undefined) {
@@ -90,6 +100,8 @@ export async function createCompletionDaemon(config: FabricConfig, setup: Daemon
       sink: controlPlaneSink(fabric, setup.onDegraded),
       repo,
       openspec: new OpenSpecFiles(repo),
+      // OpenSpec's own CLI when it is on the PATH: a finished change is validated (and archived).
+      openspecCli: (await OpenSpecCommand.find(repo)) ?? undefined,
       git: new GitRepository(repo, [config.runs_dir]),
       runner,
       validator,

@@ -134,6 +134,13 @@ export const DaemonSchema = v.strictObject({
   specialist: v.optional(nonEmpty, 'rust'),
   /** The model it asks for (LM_STUDIO_MODEL, then --model, override it); default: the specialist's. */
   model: v.optional(nonEmpty),
+  /**
+   * Escalation (SPEC §11.1): models from cheapest to strongest, each given max_attempts on a task
+   * before the next is tried. Takes the place of `model` (and LM_STUDIO_MODEL); --model overrides it.
+   */
+  models: v.optional(v.pipe(v.array(nonEmpty), v.minLength(1, 'list at least one model'))),
+  /** Times a failing validation runs again before an attempt is spent (flaky tests). */
+  validation_reruns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1),
   /** Run in the sandbox after each run, in order; every one must pass for the task to be committed. */
   validate: v.optional(v.array(nonEmpty), ['cargo build', 'cargo test']),
   max_attempts: v.optional(positiveInt, 3),

@@ -11,6 +11,7 @@ describe('the daemon config', () => {
       validate: ['cargo build', 'cargo test'],
       max_attempts: 3,
       interval_s: 300,
+      validation_reruns: 1,
     });
   });
 
@@ -19,6 +20,19 @@ describe('the daemon config', () => {
     const config = await buildConfig(RAW, '/x/fabric.yaml', env, '/x');
     expect(config.daemon.model).toBe('qwen/qwen3-coder-30b');
     expect(config.daemon.interval_s).toBe(60);
+  });
+
+  it('takes an escalation list of models, and refuses an empty one', async () => {
+    const config = await buildConfig(
+      { ...RAW, daemon: { models: ['small/coder', 'big/coder'] } },
+      '/x/fabric.yaml',
+      {},
+      '/x',
+    );
+    expect(config.daemon.models).toEqual(['small/coder', 'big/coder']);
+    await expect(buildConfig({ ...RAW, daemon: { models: [] } }, '/x/fabric.yaml', {}, '/x')).rejects.toThrow(
+      /daemon\.models: expected >=1/,
+    );
   });
 
   it('says what OPEN_SPEC_DAEMON_INTERVAL expects when it is not a number of seconds', async () => {

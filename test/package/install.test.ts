@@ -218,6 +218,8 @@ describe('the packed and installed package', () => {
           expect(tasks).toContain('- [x] 1.1');
           expect(tasks).toContain('- [x] 1.2');
           expect((await git('log', '--oneline')).stdout.trim().split('\n')).toHaveLength(3);
+          // The daemon's runs, state and embedded database are not in the work tree (SPEC §11.1).
+          expect((await git('status', '--porcelain', '--untracked-files=all')).stdout).toBe('');
           const status = await fabric(['daemon', 'status', '--json'], server.url, repo);
           expect(status.exitCode, status.stderr).toBe(0);
           expect(JSON.parse(status.stdout)).toMatchObject({

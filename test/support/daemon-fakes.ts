@@ -55,27 +55,48 @@ export class QueuedRunner implements TaskRunner {
   }
 }
 
-/** A validator answering ok or not from a queue (default ok). */
+/**
+ * A validator answering from a queue (default ok): true passes, false is test `x` failing, a list
+ * is those tests failing, null is a build that fails.
+ */
 export class QueuedValidator implements Validator {
   calls = 0;
-  readonly #answers: boolean[];
+  readonly #answers: (boolean | string[] | null)[];
   abortOnValidate: AbortController | undefined;
 
-  constructor(answers: boolean[] = []) {
+  constructor(answers: (boolean | string[] | null)[] = []) {
     this.#answers = answers;
   }
 
   async validate(): Promise<ValidationReport> {
     this.calls += 1;
     this.abortOnValidate?.abort();
-    const ok = this.#answers.shift() ?? true;
+    return validationReport(this.#answers.length === 0 ? true : this.#answers.shift()!);
+  }
+}
+
+/** A validation report: true passes, false is test `x` failing, a list those tests, null a build error. */
+export function validationReport(answer: boolean | string[] | null): ValidationReport {
+  if (answer === true) {
+    return { ok: true, report: '$ cargo test\nexit code 0', summary: '', testsPassed: 4, failedTests: [] };
+  }
+  if (answer === null) {
     return {
-      ok,
-      report: ok ? '$ cargo test\nexit code 0' : '$ cargo test\nexit code 101\ntest x ... FAILED',
-      summary: ok ? '' : '$ cargo test: exit code 101\ntest x failed',
-      testsPassed: ok ? 4 : 0,
+      ok: false,
+      report: '$ cargo build\nexit code 101\nerror[E0425]',
+      summary: '$ cargo build: exit code 101',
+      testsPassed: null,
+      failedTests: null,
     };
   }
+  const failed = answer === false ? ['x'] : answer;
+  return {
+    ok: false,
+    report: `$ cargo test\nexit code 101\n${failed.map((name) => `test ${name} ... FAILED`).join('\n')}`,
+    summary: `$ cargo test: exit code 101\n${failed.map((name) => `test ${name} failed`).join('\n')}`,
+    testsPassed: 0,
+    failedTests: failed,
+  };
 }
 
 /** Collects the events a step emits. */
@@ -89,9 +110,16 @@ export function eventLog() {
 }
 
 export function openSpecTask(id: string, text: string, done = false): OpenSpecTask {
-  return { id, text, done, details: [], section: '1. Work', line: 1 };
+  return { id, text, done, details: [], section: '1. Work', line: 1, parent: null };
 }
 
 export function openSpecChange(id: string, tasks: OpenSpecTask[]): OpenSpecChange {
-  return { id, proposal: `# ${id}`, design: null, specs: [], tasks };
+  return {
+    id,
+    tasksFile: `openspec/changes/${id}/tasks.md`,
+    proposal: `# ${id}`,
+    design: null,
+    specs: [],
+    tasks,
+  };
 }

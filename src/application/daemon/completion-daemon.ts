@@ -1,8 +1,10 @@
+import { errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
 import { sleep } from './abortable-sleep.ts';
 import type {
   ClippyCounter,
   DaemonStateStore,
+  OpenSpecCli,
   DaemonTaskSink,
   TaskRunner,
   Validator,
@@ -10,7 +12,7 @@ import type {
 import type { DaemonEvent, StampedDaemonEvent } from './daemon-events.ts';
 import { type DaemonState, emptyState } from './daemon-state.ts';
 import { findRecord, taskView } from './daemon-status.ts';
-import type { OpenSpecSource } from './openspec.ts';
+import { type OpenSpecSource, workOrder } from './openspec.ts';
 import type { Repository } from './repository.ts';
 import { type TaskWorkContext, workTask } from './task-work.ts';
 
@@ -23,6 +25,8 @@ export interface CompletionDaemonDeps {
   readonly validator: Validator;
   readonly state: DaemonStateStore;
   readonly sink?: DaemonTaskSink | undefined;
+  /** OpenSpec's CLI when `openspec` is on the PATH: a finished change is validated (and archived). */
+  readonly openspecCli?: OpenSpecCli | undefined;
   /** Clippy's warnings before and after each task; none: no clippy figures. */
   readonly clippy?: ClippyCounter | undefined;
   readonly clock: Clock;
@@ -41,6 +45,17 @@ export interface CompletionDaemonOptions {
   readonly retryBlocked: boolean;
   /** First wait when the backend is down; it doubles, capped at the interval. Default 1 s. */
   readonly backoffBaseMs?: number;
+  /**
+   * The models to escalate through, cheapest first, each given `maxAttempts` (SPEC §11.1);
+   * default one: the runner's own.
+   */
+  readonly models?: readonly string[];
+  /** Times a failing validation runs again before an attempt is spent (flaky tests). Default 1. */
+  readonly validationReruns?: number;
+  /** Archive a change whose last task is done and that `openspec validate --strict` accepts (`--archive`). */
+  readonly archive?: boolean;
+  /** Run the validation at HEAD before a change's first task (its failing tests are pre-existing). Default true. */
+  readonly baseline?: boolean;
 }
 
 /** How a daemon ended: cancelled (SIGINT/SIGTERM) or after `--once`, and how many tasks are blocked. */
@@ -60,6 +75,8 @@ export class CompletionDaemon {
   readonly #options: CompletionDaemonOptions;
   #state: DaemonState;
   #retryBlocked: boolean;
+  /** The tests failing at each HEAD the baseline ran at. */
+  readonly #baselines = new Map<string, ReadonlySet<string>>();
 
   constructor(deps: CompletionDaemonDeps, options: CompletionDaemonOptions) {
     this.#deps = deps;
@@ -72,9 +89,13 @@ export class CompletionDaemon {
   async run(signal: AbortSignal): Promise<DaemonOutcome> {
     const { git } = this.#deps;
     const release = await git.lock();
+    // A refused start (dirty tree, detached HEAD, a state it cannot read) changes no state: the
+    // state is read first and written only once the repository is known to be fit to work in.
+    let started = false;
     try {
-      await git.ensureReady();
       this.#state = (await this.#deps.state.load()) ?? this.#state;
+      await git.ensureReady();
+      started = true;
       this.#state.pid = this.#deps.owner.pid;
       this.#state.host = this.#deps.owner.host;
       await this.#save();
@@ -83,6 +104,7 @@ export class CompletionDaemon {
         repo: this.#deps.repo,
         changes: this.#options.changes,
         max_attempts: this.#options.maxAttempts,
+        models: this.#options.models ?? [],
         interval_s: Math.round(this.#options.intervalMs / 1000),
         once: this.#options.once,
       });
@@ -96,8 +118,10 @@ export class CompletionDaemon {
         if (signal.aborted) return this.#stop('cancelled');
       }
     } finally {
-      this.#state.pid = null;
-      await this.#save().catch(() => {});
+      if (started) {
+        this.#state.pid = null;
+        await this.#save().catch(() => {});
+      }
       await release();
     }
   }
@@ -108,7 +132,7 @@ export class CompletionDaemon {
     return { cancelled: reason === 'cancelled', blocked };
   }
 
-  /** One scan: every change in name order, each change's tasks in document order. */
+  /** One scan: every change in name order, each change's tasks in document order, sub-tasks first. */
   async #pass(signal: AbortSignal): Promise<'idle' | 'cancelled'> {
     const scan = await this.#deps.openspec.scan();
     const wanted = (id: string) => this.#options.changes.length === 0 || this.#options.changes.includes(id);
@@ -118,21 +142,32 @@ export class CompletionDaemon {
     }
     for (const change of scan.changes.filter((c) => wanted(c.id))) {
       const done = change.tasks.filter((task) => task.done);
-      for (const task of change.tasks) {
+      let baseline: ReadonlySet<string> | null = null;
+      let stopped = false;
+      let finished = 0;
+      for (const task of workOrder(change.tasks)) {
         if (task.done) continue;
         const record = findRecord(this.#state, change.id, task.id);
         if (record?.status === 'blocked' && record.text === task.text && !this.#retryBlocked) {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
+          stopped = true;
           break;
         }
-        const outcome = await workTask(this.#taskContext(), { change, task, done }, signal);
+        baseline ??= await this.#baseline(change.id, signal);
+        if (signal.aborted) return 'cancelled';
+        const outcome = await workTask(this.#taskContext(), { change, task, done, baseline }, signal);
         if (outcome === 'cancelled') return 'cancelled';
         if (outcome === 'blocked') {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
+          stopped = true;
           break;
         }
         done.push({ ...task, done: true });
+        finished += 1;
       }
+      // Its last task done in this pass: OpenSpec's own checks, and the archive when asked.
+      if (!stopped && finished > 0 && (await this.#finishChange(change.id, signal)) === 'cancelled')
+        return 'cancelled';
     }
     const counts = { done: 0, pending: 0, blocked: 0 };
     for (const change of (await this.#deps.openspec.scan()).changes.filter((c) => wanted(c.id))) {
@@ -147,6 +182,59 @@ export class CompletionDaemon {
     return 'idle';
   }
 
+  /**
+   * A change whose last task is done: `openspec validate --strict` (reported), then with
+   * `--archive` `openspec archive` in a commit of its own; an archive that fails is undone.
+   */
+  async #finishChange(change: string, signal: AbortSignal): Promise<'done' | 'cancelled'> {
+    const cli = this.#deps.openspecCli;
+    if (cli === undefined) return 'done';
+    const validated = await cli.validate(change, signal);
+    if (signal.aborted) return 'cancelled';
+    this.#emit({ event: 'change_validated', change, ...validated });
+    if (!validated.ok || this.#options.archive !== true) return 'done';
+    const archived = await cli.archive(change, signal);
+    let commit: string | null = null;
+    let output = archived.output;
+    try {
+      if (archived.ok) {
+        commit = (
+          await this.#deps.git.commit(`${change}: archive the change\n\nopenspec archive ${change}\n`)
+        ).commit;
+      }
+    } catch (error) {
+      output = `${output}\n${errorMessage(error)}`.trim();
+    }
+    if (commit === null) await this.#deps.git.restore();
+    this.#emit({ event: 'change_archived', change, ok: commit !== null, commit, output });
+    return signal.aborted ? 'cancelled' : 'done';
+  }
+
+  /**
+   * The validation at HEAD before a change's first task (SPEC §11.1): the tests failing there
+   * are pre-existing, reported and never blamed on a task. Run once per commit.
+   */
+  async #baseline(change: string, signal: AbortSignal): Promise<ReadonlySet<string>> {
+    if (this.#options.baseline === false) return new Set();
+    const commit = await this.#deps.git.head();
+    let failed = this.#baselines.get(commit);
+    const report = failed === undefined ? await this.#deps.validator.validate(signal) : null;
+    if (signal.aborted) return new Set();
+    if (report !== null) {
+      failed = new Set(report.ok ? [] : (report.failedTests ?? []));
+      this.#baselines.set(commit, failed);
+      this.#emit({
+        event: 'baseline',
+        change,
+        commit,
+        ok: report.ok,
+        failed_tests: report.ok ? [] : report.failedTests,
+        summary: report.ok ? null : report.summary,
+      });
+    }
+    return failed ?? new Set();
+  }
+
   /** What the work on a task reaches: the ports, the settings, the state as it is now. */
   #taskContext(): TaskWorkContext {
     const deps = this.#deps;
@@ -159,6 +247,11 @@ export class CompletionDaemon {
       clock: deps.clock,
       state: this.#state,
       maxAttempts: this.#options.maxAttempts,
+      models:
+        this.#options.models === undefined || this.#options.models.length === 0
+          ? [undefined]
+          : this.#options.models,
+      reruns: this.#options.validationReruns ?? 1,
       backoff: { baseMs: this.#options.backoffBaseMs ?? 1000, capMs: this.#options.intervalMs },
       save: () => this.#save(),
       emit: (event) => this.#emit(event),

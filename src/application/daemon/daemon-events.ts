@@ -6,12 +6,31 @@ export type DaemonEvent =
       readonly event: 'daemon_start';
       readonly repo: string;
       readonly changes: readonly string[];
+      /** Attempts per model. */
       readonly max_attempts: number;
+      /** The escalation list (`daemon.models`), cheapest first; empty: one model. */
+      readonly models: readonly string[];
       readonly interval_s: number;
       readonly once: boolean;
     }
   | { readonly event: 'change_unreadable'; readonly change: string; readonly message: string }
-  | { readonly event: 'task_start'; readonly task: DaemonTaskView; readonly attempt: number }
+  | {
+      /** The validation at HEAD before a change's first task: the tests that fail there are pre-existing. */
+      readonly event: 'baseline';
+      readonly change: string;
+      readonly commit: string;
+      readonly ok: boolean;
+      /** Tests failing at HEAD; null when the build itself fails there. */
+      readonly failed_tests: readonly string[] | null;
+      readonly summary: string | null;
+    }
+  | {
+      readonly event: 'task_start';
+      readonly task: DaemonTaskView;
+      readonly attempt: number;
+      /** The model asked for (escalation); null: the specialist's own. */
+      readonly model: string | null;
+    }
   | {
       readonly event: 'run_end';
       readonly task: DaemonTaskView;
@@ -30,6 +49,10 @@ export type DaemonEvent =
       readonly report: string | null;
       /** What failed, for a person (the failing tests and their messages); null when they passed. */
       readonly summary: string | null;
+      /** Failing tests that fail at HEAD too (the baseline): reported, never blamed on the task. */
+      readonly preexisting: readonly string[];
+      /** The validation failed and is run again before the attempt is spent. */
+      readonly rerun: boolean;
     }
   | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
   | {
@@ -44,6 +67,10 @@ export type DaemonEvent =
       readonly clippy_after: number | null;
       /** Time counting clippy's warnings, before and after. */
       readonly clippy_ms: number;
+      /** Tests failing at HEAD that still fail: reported, not the task's doing. */
+      readonly preexisting_failures: readonly string[];
+      /** Tests that failed, then passed when the validation ran again. */
+      readonly flaky_tests: readonly string[];
       /** The daemon's own time: task text, tick, git status/add/commit, state writes. */
       readonly overhead_ms: number;
     }
@@ -62,6 +89,21 @@ export type DaemonEvent =
       readonly backoff_s: number;
     }
   | { readonly event: 'backend_up' }
+  | {
+      /** `openspec validate --strict` on a change whose last task is done. */
+      readonly event: 'change_validated';
+      readonly change: string;
+      readonly ok: boolean;
+      readonly output: string;
+    }
+  | {
+      /** `openspec archive` (with `--archive`), committed on its own; null commit when it failed. */
+      readonly event: 'change_archived';
+      readonly change: string;
+      readonly ok: boolean;
+      readonly commit: string | null;
+      readonly output: string;
+    }
   | { readonly event: 'pass_end'; readonly done: number; readonly pending: number; readonly blocked: number }
   | { readonly event: 'idle'; readonly next_scan_s: number }
   | { readonly event: 'daemon_stop'; readonly reason: 'once' | 'cancelled'; readonly blocked: number };

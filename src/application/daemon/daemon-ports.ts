@@ -14,7 +14,8 @@ export type TaskRunResult =
 
 /** Starts a specialist run in the repository (the rust specialist by default). */
 export interface TaskRunner {
-  run(task: string, signal: AbortSignal): Promise<TaskRunResult>;
+  /** `model`: the model to ask for; undefined: the runner's own (the specialist's). */
+  run(task: string, signal: AbortSignal, model?: string): Promise<TaskRunResult>;
 }
 
 /** The outcome of the validation commands. */
@@ -30,6 +31,12 @@ export interface ValidationReport {
   readonly summary: string;
   /** Tests that passed, summed over `cargo test`'s result lines; null when no tests ran. */
   readonly testsPassed: number | null;
+  /**
+   * The tests that failed, by name, when test failures are all that failed; null when something
+   * else failed (a build error, a command not run): then no baseline can excuse the failure.
+   * Empty when ok.
+   */
+  readonly failedTests: readonly string[] | null;
 }
 
 /** Runs the configured validation commands (default `cargo build`, `cargo test`) in the sandbox. */
@@ -49,6 +56,20 @@ export type ClippyCount =
  */
 export interface ClippyCounter {
   countClippy(signal: AbortSignal): Promise<ClippyCount>;
+}
+
+/** What a command of OpenSpec's CLI came to: whether it passed, and what it said. */
+export interface OpenSpecCliResult {
+  readonly ok: boolean;
+  readonly output: string;
+}
+
+/** OpenSpec's own CLI (`openspec` on the PATH), for a change whose tasks are all done (SPEC §11.1). */
+export interface OpenSpecCli {
+  /** `openspec validate <id> --strict`. */
+  validate(changeId: string, signal: AbortSignal): Promise<OpenSpecCliResult>;
+  /** `openspec archive <id> --yes`: the change moves under archive/ and its spec deltas apply. */
+  archive(changeId: string, signal: AbortSignal): Promise<OpenSpecCliResult>;
 }
 
 /** Where the daemon's state lives outside the repository (a file under the runs directory). */

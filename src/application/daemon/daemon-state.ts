@@ -11,6 +11,8 @@ export interface DaemonTaskRecord {
   status: DaemonTaskStatus;
   attempts: number;
   run_ids: string[];
+  /** The model of each attempt's run, in order (escalation: SPEC §11.1). */
+  models?: string[];
   commit: string | null;
   /** The last failure (compiler, tests, run error, commit hook) when blocked or retrying. */
   diagnostics: string | null;
@@ -28,6 +30,10 @@ export interface DaemonTaskRecord {
   clippy_after: number | null;
   /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
   clippy_note: string | null;
+  /** Tests that failed at HEAD before the change's first task and fail with the task too: not its doing. */
+  preexisting_failures?: string[];
+  /** Tests that failed and then passed when the validation ran again: flaky, not blocking. */
+  flaky_tests?: string[];
 }
 
 /** Backend connection health as the daemon saw it. */

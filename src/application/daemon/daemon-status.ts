@@ -29,6 +29,19 @@ export interface DaemonTaskFigures {
   /** Why a clippy figure is null (clippy not allowed, or it failed to run). */
   readonly clippy_note: string | null;
   readonly diagnostics: string | null;
+  /** Tests failing at HEAD before the change's first task that failed with the task too. */
+  readonly preexisting_failures: readonly string[];
+  /** Tests that failed and then passed when the validation ran again. */
+  readonly flaky_tests: readonly string[];
+}
+
+/** One model's record over the attempts it was given. */
+export interface ModelFigures {
+  readonly model: string;
+  readonly attempts: number;
+  /** Tasks whose validated attempt was this model's. */
+  readonly succeeded: number;
+  readonly success_rate: number | null;
 }
 
 /** The shape of SPEC §11, with the per-task figures and unreadable changes beside it. */
@@ -55,6 +68,8 @@ export interface DaemonStatus {
     readonly success_rate: number | null;
     readonly seconds_per_task: number | null;
     readonly tokens_per_task: number | null;
+    /** Per model (escalation, SPEC §11.1): its attempts, the tasks it finished, their ratio. */
+    readonly models: readonly ModelFigures[];
     readonly tasks: readonly DaemonTaskFigures[];
   };
   readonly backend: Omit<BackendHealth, 'last_error'> & { readonly last_error: string | null };
@@ -159,6 +174,7 @@ export function buildStatus(
       success_rate: ratio(succeeded.length, attempts),
       seconds_per_task: mean(timed.map((task) => task.seconds ?? 0)),
       tokens_per_task: mean(succeeded.map((task) => task.tokens)),
+      models: modelFigures(worked),
       tasks: worked.map((task) => ({
         change: task.change,
         id: task.id,
@@ -174,10 +190,33 @@ export function buildStatus(
         clippy_after: task.clippy_after ?? null,
         clippy_note: task.clippy_note ?? null,
         diagnostics: task.diagnostics,
+        preexisting_failures: task.preexisting_failures ?? [],
+        flaky_tests: task.flaky_tests ?? [],
       })),
     },
     backend: { ...backend },
   };
+}
+
+/** Each model's attempts and successes, in the order the models were first used. */
+function modelFigures(tasks: readonly DaemonTaskRecord[]): ModelFigures[] {
+  const byModel = new Map<string, { attempts: number; succeeded: number }>();
+  for (const task of tasks) {
+    const models = task.models ?? [];
+    for (const model of models) {
+      const figures = byModel.get(model) ?? { attempts: 0, succeeded: 0 };
+      figures.attempts += 1;
+      byModel.set(model, figures);
+    }
+    const last = models.at(-1);
+    if (task.status === 'done' && last !== undefined) byModel.get(last)!.succeeded += 1;
+  }
+  return [...byModel].map(([model, { attempts, succeeded }]) => ({
+    model,
+    attempts,
+    succeeded,
+    success_rate: ratio(succeeded, attempts),
+  }));
 }
 
 function ratio(part: number, whole: number): number | null {

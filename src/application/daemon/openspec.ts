@@ -3,9 +3,16 @@
  * adapter is `src/infrastructure/openspec/`. Nothing here does I/O.
  */
 
-/** One checklist item of `tasks.md`: `- [ ] 1.2 text`, with its indented detail lines. */
+/**
+ * One task of `tasks.md` as OpenSpec counts it (any list line with a checkbox: `- [ ] 1.2 text`,
+ * `1. [ ] text`, nested ones too), with its indented detail lines.
+ */
 export interface OpenSpecTask {
-  /** `1.2` as written; items without a number get `<section>.#<n>` (their place in the section). */
+  /**
+   * `1.2` as written; a task without a number gets `<section>#<n>` (the section's number, or `s`
+   * and its place among the headings, then the task's place in the section); a number an earlier
+   * task took gets `@<line>` after it. No two tasks of a file share an id.
+   */
   readonly id: string;
   readonly text: string;
   readonly done: boolean;
@@ -15,6 +22,24 @@ export interface OpenSpecTask {
   readonly section: string | null;
   /** 1-based line of the item in `tasks.md`. */
   readonly line: number;
+  /** The id of the task this one is nested under, or null. */
+  readonly parent: string | null;
+}
+
+/**
+ * The order the daemon works through a change's tasks: document order, except that a nested
+ * task comes before the task it sits under (a parent is done after its sub-tasks).
+ */
+export function workOrder(tasks: readonly OpenSpecTask[]): OpenSpecTask[] {
+  const children = new Map<string | null, OpenSpecTask[]>();
+  for (const task of tasks) children.set(task.parent, [...(children.get(task.parent) ?? []), task]);
+  const ordered: OpenSpecTask[] = [];
+  const visit = (task: OpenSpecTask): void => {
+    for (const child of children.get(task.id) ?? []) visit(child);
+    ordered.push(task);
+  };
+  for (const top of children.get(null) ?? []) visit(top);
+  return ordered;
 }
 
 /** A spec delta: `specs/<capability>/spec.md`. */
@@ -26,6 +51,8 @@ export interface SpecDelta {
 /** `openspec/changes/<id>/`. */
 export interface OpenSpecChange {
   readonly id: string;
+  /** Its tasks.md, relative to the repository (`openspec/changes/<id>/tasks.md`). */
+  readonly tasksFile: string;
   readonly proposal: string;
   readonly design: string | null;
   readonly specs: readonly SpecDelta[];

@@ -23,6 +23,8 @@ export interface Repository {
   head(): Promise<string>;
   /** Puts the work tree back to the last commit: changes reset, files the daemon's run made removed. */
   restore(): Promise<void>;
+  /** The files the work tree changes against the last commit (untracked ones too), repository-relative. */
+  changedFiles(): Promise<readonly string[]>;
   /** Commits everything in the work tree (the task's work and its tick), hooks included. */
   commit(message: string): Promise<{ readonly commit: string; readonly size: ChangeSize }>;
 }

@@ -40,24 +40,24 @@ export class SpecialistTaskRunner implements TaskRunner {
     this.#options = options;
   }
 
-  async run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
+  async run(task: string, signal: AbortSignal, model?: string): Promise<TaskRunResult> {
     if (this.#backendWasDown) {
       // The catalog keeps a failed probe for 30 s; the daemon's backoff (capped at --interval) must
       // ask the backends again.
       this.#ports.refreshCatalog();
     }
-    const outcome = await this.#run(task, signal);
+    const outcome = await this.#run(task, signal, model ?? this.#options.model);
     this.#backendWasDown = outcome.kind === 'backend_down';
     return outcome;
   }
 
-  async #run(task: string, signal: AbortSignal): Promise<TaskRunResult> {
+  async #run(task: string, signal: AbortSignal, model: string | undefined): Promise<TaskRunResult> {
     try {
       const result = await this.#ports.run({
         specialist: this.#options.specialist,
         task,
         workspace: this.#options.workspace,
-        model: this.#options.model,
+        model,
         observers: this.#options.observers(),
         signal,
         ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),

@@ -22,8 +22,17 @@ export interface TaskTextInput {
  */
 export function buildTaskText(input: TaskTextInput): string {
   const { change, task } = input;
-  const parts = [`Implement task ${task.id} of OpenSpec change "${change.id}": ${task.text}`];
+  const subTasks = change.tasks.filter((t) => t.parent === task.id);
+  const what = task.text === '' ? 'the work of its sub-tasks below, as a whole' : task.text;
+  const parts = [`Implement task ${task.id} of OpenSpec change "${change.id}": ${what}`];
   if (task.details.length > 0) parts.push(`Details of the task:\n${task.details.join('\n')}`);
+  const parent = change.tasks.find((t) => t.id === task.parent);
+  if (parent !== undefined) parts.push(`It is a sub-task of task ${parent.id}: ${parent.text}`);
+  if (subTasks.length > 0) {
+    parts.push(
+      `Its sub-tasks are done already (check that together they do the task; finish what they leave):\n${subTasks.map((t) => `- [x] ${t.id} ${t.text}`).join('\n')}`,
+    );
+  }
   if (task.section !== null) parts.push(`The task is in section "${task.section}" of tasks.md.`);
   parts.push(
     'Work only on this task, in the repository (the workspace). Do not edit openspec/ and do not run git: ' +

@@ -26,11 +26,19 @@ export interface TaskWorkContext {
   readonly validator: Validator;
   readonly clippy: ClippyCounter | undefined;
   readonly openspec: Pick<OpenSpecSource, 'tick'>;
-  readonly git: Pick<Repository, 'restore' | 'commit'>;
+  readonly git: Pick<Repository, 'restore' | 'commit' | 'changedFiles'>;
   readonly clock: Clock;
   /** The daemon's state: the task's record goes in it, and the backend's health. */
   readonly state: DaemonState;
+  /** Attempts per model. */
   readonly maxAttempts: number;
+  /**
+   * The models from cheapest to strongest (`daemon.models`), each given `maxAttempts`; one
+   * undefined entry: the runner's own model.
+   */
+  readonly models: readonly (string | undefined)[];
+  /** Times a failing validation runs again before an attempt is spent. */
+  readonly reruns: number;
   readonly backoff: Backoff;
   /** Writes the state (and the record to the control plane). */
   save(): Promise<void>;
@@ -42,6 +50,8 @@ export interface TaskItem {
   readonly change: OpenSpecChange;
   readonly task: OpenSpecTask;
   readonly done: readonly OpenSpecTask[];
+  /** Tests failing at HEAD before the change's first task. */
+  readonly baseline: ReadonlySet<string>;
 }
 
 /** Works on a task until it is done, blocked or cancelled. */
@@ -63,25 +73,43 @@ export async function workTask(
     validator: ctx.validator,
     clock: ctx.clock,
     emit: (event) => ctx.emit(event),
+    changedFiles: () => ctx.git.changedFiles(),
     backendUp: () => {
       if (markBackendUp(ctx.state.backend, ctx.clock.now())) ctx.emit({ event: 'backend_up' });
     },
   };
+  const judging = {
+    baseline: item.baseline,
+    reruns: ctx.reruns,
+    tasksFile: change.tasksFile,
+    noEditOk: change.tasks.some((t) => t.parent === task.id),
+  };
   let feedback: string | null = null;
-  while (record.attempts < ctx.maxAttempts) {
+  const budget = ctx.maxAttempts * ctx.models.length;
+  while (record.attempts < budget) {
     if (signal.aborted) return cancel(ctx, record);
     const attempt = record.attempts + 1;
     await ctx.save();
-    ctx.emit({ event: 'task_start', task: recordView(record), attempt });
+    // After a model's attempts are spent, the next one takes the task over (escalation).
+    const model = ctx.models[Math.floor((attempt - 1) / ctx.maxAttempts)];
+    ctx.emit({ event: 'task_start', task: recordView(record), attempt, model: model ?? null });
     const text = buildTaskText({
       change,
       task,
       done: item.done,
       attempt,
-      maxAttempts: ctx.maxAttempts,
+      maxAttempts: budget,
       feedback,
     });
-    const outcome: AttemptOutcome = await attemptTask(ports, { record, attempt, text, times, signal });
+    const outcome: AttemptOutcome = await attemptTask(ports, {
+      record,
+      attempt,
+      text,
+      model,
+      times,
+      signal,
+      judging,
+    });
     switch (outcome.kind) {
       case 'cancelled':
         return cancel(ctx, record);
@@ -116,7 +144,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
   if (signal.aborted) return cancel(ctx, record);
   try {
     await ctx.openspec.tick(item.change.id, item.task);
-    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, ctx.maxAttempts);
+    const budget = ctx.maxAttempts * ctx.models.length;
+    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, budget);
     const { commit, size } = await ctx.git.commit(message);
     const endMs = ctx.clock.now().getTime();
     Object.assign(record, {
@@ -129,6 +158,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
       lines_added: size.added,
       lines_removed: size.removed,
       tests_passed: validated.testsPassed,
+      preexisting_failures: [...validated.preexisting],
+      flaky_tests: [...validated.flaky],
     });
     await ctx.save();
     ctx.emit({
@@ -140,6 +171,8 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
       clippy_before: record.clippy_before,
       clippy_after: record.clippy_after,
       clippy_ms: times.clippyMs,
+      preexisting_failures: [...validated.preexisting],
+      flaky_tests: [...validated.flaky],
       // What the daemon itself cost beyond the runs, validation and clippy: prompt, tick, git, state.
       overhead_ms: endMs - done.startedMs - times.runMs - times.validationMs - times.clippyMs,
     });
@@ -178,7 +211,7 @@ async function countClippy(
 /** A failed attempt: its diagnostics are kept, and said when another attempt follows. */
 function retry(ctx: TaskWorkContext, record: DaemonTaskRecord, diagnostics: string): void {
   record.diagnostics = diagnostics;
-  if (record.attempts < ctx.maxAttempts) {
+  if (record.attempts < ctx.maxAttempts * ctx.models.length) {
     ctx.emit({ event: 'task_retry', task: recordView(record), diagnostics });
   }
 }

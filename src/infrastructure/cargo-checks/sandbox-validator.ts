@@ -117,14 +117,15 @@ export class SandboxValidator implements Validator, ClippyCounter {
   async validate(signal: AbortSignal): Promise<ValidationReport> {
     const sections: string[] = [];
     let testsPassed: number | null = null;
-    for (const command of this.#commands) {
+    for (const configured of this.#commands) {
+      const command = everyTest(configured);
       let result: CommandResult;
       try {
         result = await this.#sandbox.run(command, signal);
       } catch (error) {
         const section = `$ ${command}\nnot run: ${errorMessage(error)}`;
         sections.push(section);
-        return { ok: false, report: sections.join('\n\n'), summary: section, testsPassed };
+        return { ok: false, report: sections.join('\n\n'), summary: section, testsPassed, failedTests: null };
       }
       const output = `${result.stdout}\n${result.stderr}`.trim();
       const passed = countPassed(output);
@@ -141,11 +142,23 @@ export class SandboxValidator implements Validator, ClippyCounter {
         `$ ${command}\n${end}\n${described === null ? tail(output) : `${described}\n\nThe output's end:\n${tail(output)}`}`,
       );
       const summary = `$ ${command}: ${end}\n${described ?? lastLines(output, SUMMARY_LINES)}`;
+      // Test failures can be judged against the baseline; anything else (a build error) cannot.
+      const failedTests = failures === null ? null : failures.failed.map((test) => test.name);
       // Tests of a crate that does not build say nothing new.
-      return { ok: false, report: sections.join('\n\n'), summary, testsPassed };
+      return { ok: false, report: sections.join('\n\n'), summary, testsPassed, failedTests };
     }
-    return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed };
+    return { ok: true, report: sections.join('\n\n'), summary: '', testsPassed, failedTests: [] };
   }
+}
+
+/**
+ * `cargo test` runs every test binary even when one fails (`--no-fail-fast`): judged against the
+ * baseline, a test red at HEAD in the unit tests must not hide a regression in the integration
+ * tests after them.
+ */
+export function everyTest(command: string): string {
+  if (command.includes('--no-fail-fast')) return command;
+  return command.replace(/^(\s*cargo\s+test)(?=\s|$)/, '$1 --no-fail-fast');
 }
 
 /** Sums `test result: ok. 3 passed; ...` lines of `cargo test`; null when there are none. */

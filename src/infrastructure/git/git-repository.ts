@@ -105,6 +105,21 @@ export class GitRepository implements Repository {
     return { commit: await this.head(), size };
   }
 
+  async changedFiles(): Promise<readonly string[]> {
+    const args = ['status', '--porcelain', '-z', '--untracked-files=all', '--', '.', ...this.#exclude];
+    const out = await git(this.#root, args, 'Reading git status');
+    const files: string[] = [];
+    const entries = out.split('\0');
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i]!;
+      if (entry.length < 4) continue;
+      files.push(entry.slice(3));
+      // A rename or copy is followed by the path it came from.
+      if (entry[0] === 'R' || entry[0] === 'C') i += 1;
+    }
+    return files;
+  }
+
   async #status(): Promise<string> {
     const args = ['status', '--porcelain', '--untracked-files=all', '--', '.', ...this.#exclude];
     return (await git(this.#root, args, 'Reading git status', 'usage')).trimEnd();

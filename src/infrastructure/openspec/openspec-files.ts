@@ -9,7 +9,7 @@ import type {
   UnreadableChange,
 } from '../../application/daemon/openspec.ts';
 import { errorMessage, FabricError } from '../../domain/errors.ts';
-import { boxOffset, parseTasks } from './parse-tasks.ts';
+import { boxEdit, parseTasks } from './parse-tasks.ts';
 
 /** The OpenSpec port over a repository's `openspec/changes/` (SPEC §11). */
 export class OpenSpecFiles implements OpenSpecSource {
@@ -47,15 +47,15 @@ export class OpenSpecFiles implements OpenSpecSource {
 
   async tick(changeId: string, task: OpenSpecTask): Promise<void> {
     const path = this.#tasksPath(changeId);
-    // Bytes, not text: the one byte changes and nothing else does (CRLF, BOM, odd encodings kept).
+    // Bytes, not text: the box's mark changes and nothing else does (CRLF, BOM, odd encodings kept).
     const bytes = await readFile(path);
     const text = bytes.toString('utf8');
-    const offset = Buffer.byteLength(text.slice(0, boxOffset(text, task, this.#shown(path))), 'utf8');
-    if (bytes[offset] !== 0x20) {
-      throw new FabricError('usage', `${this.#shown(path)}:${task.line}: task ${task.id} is already ticked.`);
-    }
-    bytes[offset] = 0x78; // 'x'
-    await writeFile(path, bytes);
+    const edit = boxEdit(text, task, this.#shown(path));
+    // Ticked already (the run ticked its own box): nothing to change.
+    if (edit.ticked) return;
+    const start = Buffer.byteLength(text.slice(0, edit.start), 'utf8');
+    const end = Buffer.byteLength(text.slice(0, edit.end), 'utf8');
+    await writeFile(path, Buffer.concat([bytes.subarray(0, start), Buffer.from('x'), bytes.subarray(end)]));
   }
 
   async #readChange(id: string): Promise<OpenSpecChange> {
@@ -70,6 +70,7 @@ export class OpenSpecFiles implements OpenSpecSource {
     const tasks = parseTasks(tasksText, this.#shown(tasksPath));
     return {
       id,
+      tasksFile: relative(this.#repo, tasksPath).split(sep).join('/'),
       proposal: (await readOptional(join(dir, 'proposal.md'))) ?? '',
       design: await readOptional(join(dir, 'design.md')),
       specs: await readSpecs(join(dir, 'specs')),

@@ -1,14 +1,18 @@
 import { FabricError } from '../../domain/errors.ts';
 import type { OpenSpecTask } from '../../application/daemon/openspec.ts';
 
-/** `- [ ] 1.2 text` (also `*` and `+` bullets, `[x]` and `[X]`). Groups: indent, mark, rest. */
-const ITEM = /^([ \t]*)[-*+][ \t]+\[([ xX])\](?:[ \t]+(.*?))?[ \t]*$/;
-/** Anything that tries to be a checkbox item: caught when ITEM does not read it. */
-const LOOKS_LIKE_ITEM = /^[ \t]*[-*+][ \t]*\[[^\]]{0,3}\]/;
+/**
+ * A task line exactly as OpenSpec 1.13 reads one (`TASK_LINE_PATTERN` in its
+ * `dist/utils/task-progress.js`): any list line (`-`, `*`, `+`, `1.`, `1)`) with a checkbox that
+ * holds at most one mark (`[ ]`, `[x]`, `[X]`, `[ x]`, `[~]`, `[-]`, `[]`), not a link. Only x/X
+ * is done. Groups: indent, mark, description.
+ */
+const TASK_LINE = /^(\s*)(?:[-*+]|\d{1,9}[.)])\s*\[(?:\s*([^\]\s]?)\s*\](?![([])|\s+\])\s*(.*)/;
 const SECTION = /^##[ \t]+(.+?)[ \t]*#*[ \t]*$/;
-const TASK_ID = /^(\d+(?:\.\d+)*)\.?(?:[ \t]+|$)/;
+/** `1.2 text`, `1.2. text`, `1.2: text`, `**1.2** text`: the id, then the text. */
+const TASK_ID = /^(\*\*|__)?(\d+(?:\.\d+)*)\.?\1?:?(?:\s+|$)/;
 
-/** A line of a file and where its text starts, so a tick can change one byte in place. */
+/** A line of a file and where its text starts, so a tick can change one character in place. */
 interface Line {
   readonly text: string;
   readonly offset: number;
@@ -26,67 +30,71 @@ export function splitLines(text: string): Line[] {
   return lines;
 }
 
+type Parsed = OpenSpecTask & { details: string[]; children: number; indent: number };
+
 /**
- * Reads OpenSpec's checklist: `## N. Section` headings and `- [ ] N.M text` items, each with the
- * indented lines under it as details (nested bullets included). Tolerant of CRLF, blank lines
- * and prose; loud (a `usage` error naming file and line) about a checkbox it cannot read, an
- * item with no text, a duplicate id, or a file with no checklist at all.
+ * Reads OpenSpec's checklist as OpenSpec itself counts it: every task line is a task, wherever
+ * it sits (nested under another task, in an ordered list, in a fence), numbered or not. Ids are
+ * the number written (`1.2`, `**1.2**`); a task without one, or whose number an earlier task
+ * took, gets one that cannot collide (`<section>#<n>`, `…@<line>`). Non-task lines indented under
+ * a task are its details. Loud (a `usage` error naming file and line) only about what the daemon
+ * cannot place: an open task with neither text nor sub-tasks, or a file with no task at all.
  */
 export function parseTasks(text: string, file: string): OpenSpecTask[] {
-  const tasks: (OpenSpecTask & { details: string[] })[] = [];
-  const seen = new Map<string, number>();
+  const tasks: Parsed[] = [];
+  const taken = new Set<string>();
   let section: string | null = null;
+  let sectionKey = '';
+  let headings = 0;
   let inSection = 0;
-  let current: { indent: number; details: string[] } | null = null;
-  const lines = splitLines(text);
-  lines.forEach((line, index) => {
+  /** The tasks the next lines may sit under, outermost first. */
+  let open: Parsed[] = [];
+  splitLines(text).forEach((line, index) => {
     const number = index + 1;
     const indent = line.text.length - line.text.trimStart().length;
     if (line.text.trim() === '') {
-      if (current && current.details.length > 0) current.details.push('');
+      const last = open.at(-1);
+      if (last && last.details.length > 0) last.details.push('');
       return;
     }
-    // Deeper than the item's bullet: a detail of that item, whatever it is (a nested checkbox too).
-    if (current && indent > current.indent) {
-      current.details.push(line.text);
-      return;
-    }
-    current = null;
     const heading = SECTION.exec(line.text);
     if (heading) {
       section = heading[1]!;
+      headings += 1;
+      sectionKey = /^(\d+)\./.exec(section)?.[1] ?? `s${headings}`;
       inSection = 0;
+      open = [];
       return;
     }
-    const item = ITEM.exec(line.text);
+    while (open.length > 0 && open.at(-1)!.indent >= indent) open.pop();
+    const item = TASK_LINE.exec(line.text);
     if (!item) {
-      if (LOOKS_LIKE_ITEM.test(line.text)) {
-        throw unreadable(
-          file,
-          number,
-          `cannot read the checkbox in "${line.text.trim()}"; write "- [ ] 1.1 text" or "- [x] 1.1 text"`,
-        );
-      }
-      return; // prose, a title, a table: not a task
+      // Deeper than a task's bullet: a detail of that task; anything else is prose.
+      if (open.length > 0) open.at(-1)!.details.push(line.text);
+      else open = [];
+      return;
     }
-    const rest = item[3] ?? '';
-    const idMatch = TASK_ID.exec(rest);
-    const taskText = (idMatch ? rest.slice(idMatch[0].length) : rest).trim();
+    const description = item[3]!.trim();
+    const idMatch = TASK_ID.exec(description);
     inSection += 1;
-    const id = idMatch ? idMatch[1]! : `${sectionNumber(section) ?? ''}#${inSection}`;
-    if (taskText === '')
-      throw unreadable(file, number, `task ${id} has no text; say what is to be done after the id`);
-    const earlier = seen.get(id);
-    if (earlier !== undefined)
-      throw unreadable(
-        file,
-        number,
-        `task id ${id} is used twice (first on line ${earlier}); give each task its own id`,
-      );
-    seen.set(id, number);
-    const details: string[] = [];
-    current = { indent: item[1]!.length, details };
-    tasks.push({ id, text: taskText, done: item[2] !== ' ', details, section, line: number });
+    let id = idMatch ? idMatch[2]! : `${sectionKey}#${inSection}`;
+    if (taken.has(id)) id = `${id}@${number}`;
+    taken.add(id);
+    const parent = open.at(-1) ?? null;
+    const task: Parsed = {
+      id,
+      text: (idMatch ? description.slice(idMatch[0].length) : description).trim(),
+      done: (item[2] ?? '').toLowerCase() === 'x',
+      details: [],
+      section,
+      line: number,
+      parent: parent?.id ?? null,
+      children: 0,
+      indent,
+    };
+    if (parent) parent.children += 1;
+    tasks.push(task);
+    open.push(task);
   });
   if (tasks.length === 0) {
     throw new FabricError(
@@ -94,31 +102,52 @@ export function parseTasks(text: string, file: string): OpenSpecTask[] {
       `${file}: no tasks found: tasks.md must be a checklist of "- [ ] 1.1 text" items under "## 1. Section" headings.`,
     );
   }
-  return tasks.map((task) => ({ ...task, details: trimDetails(task.details) }));
+  for (const task of tasks) {
+    if (!task.done && task.text === '' && task.children === 0) {
+      throw unreadable(file, task.line, `task ${task.id} has no text; say what is to be done after the id`);
+    }
+  }
+  return tasks.map(({ children: _c, indent: _i, ...task }) => ({
+    ...task,
+    details: trimDetails(task.details),
+  }));
 }
 
-/** Where a task's box is in the file: the byte to turn from a space into `x`. */
-export function boxOffset(
+/** What ticking a task changes: the characters `[start, end)` of the file's text become `x`. */
+export interface BoxEdit {
+  readonly start: number;
+  readonly end: number;
+  /** The box holds x or X already: nothing to change. */
+  readonly ticked: boolean;
+}
+
+/**
+ * Where a task's box is in the file: its mark (`~`, `-`) or first blank becomes `x`, and an
+ * empty `[]` gets one. Throws when the line is no longer that task.
+ */
+export function boxEdit(
   text: string,
   task: Pick<OpenSpecTask, 'id' | 'text' | 'line'>,
   file: string,
-): number {
+): BoxEdit {
   const line = splitLines(text)[task.line - 1];
-  const item = line === undefined ? null : ITEM.exec(line.text);
-  if (line === undefined || item === null || !line.text.includes(task.text)) {
+  const item = line === undefined ? null : TASK_LINE.exec(line.text);
+  if (line === undefined || item === null || !item[3]!.includes(task.text)) {
     throw unreadable(
       file,
       task.line,
       `the line is no longer task ${task.id} ("${task.text}"); the file changed while the daemon ran`,
     );
   }
-  const bracket = line.text.indexOf('[', item[1]!.length);
-  return line.offset + bracket + 1;
-}
-
-function sectionNumber(section: string | null): string | null {
-  const match = section === null ? null : /^(\d+)\./.exec(section);
-  return match ? match[1]! : null;
+  const open = line.text.indexOf('[', item[1]!.length);
+  const close = line.text.indexOf(']', open);
+  const inside = line.text.slice(open + 1, close);
+  const mark = item[2] ?? '';
+  const start = line.offset + open + 1;
+  if (mark.toLowerCase() === 'x') return { start, end: start, ticked: true };
+  if (inside === '') return { start, end: start, ticked: false };
+  const at = mark === '' ? inside.search(/\s/) : inside.indexOf(mark);
+  return { start: start + at, end: start + at + inside[at]!.length, ticked: false };
 }
 
 /** Details without trailing blank lines, and without the indentation they share. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type AttemptInput,
   type AttemptPorts,
+  type Judging,
   attemptTask,
   runStep,
   validateStep,
@@ -15,7 +16,12 @@ import {
   steppingClock,
 } from '../../support/daemon-fakes.ts';
 
-function setup(runner = new QueuedRunner(), validator = new QueuedValidator()) {
+function setup(
+  runner = new QueuedRunner(),
+  validator = new QueuedValidator(),
+  judging: Partial<Judging> = {},
+  changed: readonly string[] = ['src/lib.rs'],
+) {
   const log = eventLog();
   let backendUps = 0;
   const ports: AttemptPorts = {
@@ -25,6 +31,7 @@ function setup(runner = new QueuedRunner(), validator = new QueuedValidator()) {
     emit: (event) => {
       log.emit(event);
     },
+    changedFiles: async () => changed,
     backendUp: () => {
       backendUps += 1;
       log.emit({ event: 'backend_up' });
@@ -37,6 +44,13 @@ function setup(runner = new QueuedRunner(), validator = new QueuedValidator()) {
     text: 'Implement task 1.1',
     times: { runMs: 0, validationMs: 0, clippyMs: 0 },
     signal: controller.signal,
+    judging: {
+      baseline: new Set(),
+      reruns: 0,
+      tasksFile: 'openspec/changes/a/tasks.md',
+      noEditOk: false,
+      ...judging,
+    },
   };
   return { ports, input, log, controller, runner, validator, backendUps: () => backendUps };
 }
@@ -110,8 +124,49 @@ describe('the validation step', () => {
       kind: 'validated',
       runId: 'r1',
       testsPassed: 4,
+      preexisting: [],
+      flaky: [],
     });
     expect(t.log.events).toEqual([expect.objectContaining({ event: 'validation', ok: true, report: null })]);
+  });
+
+  it('accepts tests failing at HEAD too, reporting them as pre-existing, and fails on a regression', async () => {
+    const baseline = new Set(['gpu::renders']);
+    const red = setup(undefined, new QueuedValidator([['gpu::renders']]), { baseline });
+    expect(await validateStep(red.ports, red.input, 'r1')).toMatchObject({
+      kind: 'validated',
+      preexisting: ['gpu::renders'],
+      flaky: [],
+    });
+    expect(red.log.events).toEqual([
+      expect.objectContaining({ event: 'validation', ok: true, preexisting: ['gpu::renders'], rerun: false }),
+    ]);
+    const regression = setup(undefined, new QueuedValidator([['gpu::renders', 'area_works']]), { baseline });
+    const outcome = await validateStep(regression.ports, regression.input, 'r1');
+    expect(outcome.kind).toBe('failed');
+    expect(outcome.kind === 'failed' && outcome.feedback).toMatch(
+      /test area_works \.\.\. FAILED[\s\S]*fail at HEAD too, before your work: not yours to fix, leave them: gpu::renders$/,
+    );
+    // A build that fails is never excused by the baseline.
+    const build = setup(undefined, new QueuedValidator([null]), { baseline });
+    expect((await validateStep(build.ports, build.input, 'r1')).kind).toBe('failed');
+  });
+
+  it('runs a failing validation again before the attempt is spent, and labels a test that then passes flaky', async () => {
+    const t = setup(undefined, new QueuedValidator([['timing_test'], true]), { reruns: 1 });
+    expect(await validateStep(t.ports, t.input, 'r1')).toMatchObject({
+      kind: 'validated',
+      flaky: ['timing_test'],
+    });
+    expect(t.validator.calls).toBe(2);
+    expect(t.log.events.map((e) => e.event === 'validation' && [e.ok, e.rerun])).toEqual([
+      [false, true],
+      [true, false],
+    ]);
+    // Failing twice: the attempt is spent, after one rerun only.
+    const twice = setup(undefined, new QueuedValidator([false, false, true]), { reruns: 1 });
+    expect((await validateStep(twice.ports, twice.input, 'r1')).kind).toBe('failed');
+    expect(twice.validator.calls).toBe(2);
   });
 
   it('is cancelled, with nothing reported, when the signal aborted during the validation', async () => {
@@ -129,6 +184,8 @@ describe('an attempt', () => {
       kind: 'validated',
       runId: 'run1',
       testsPassed: 4,
+      preexisting: [],
+      flaky: [],
     });
     expect(ok.validator.calls).toBe(1);
 
@@ -136,5 +193,20 @@ describe('an attempt', () => {
     const outcome = await attemptTask(failed.ports, failed.input);
     expect(outcome.kind).toBe('failed');
     expect(failed.validator.calls).toBe(0);
+  });
+
+  it('fails a run that changed nothing, or only tasks.md, without validating it', async () => {
+    for (const changed of [[], ['openspec/changes/a/tasks.md']]) {
+      const t = setup(undefined, undefined, {}, changed);
+      const outcome = await attemptTask(t.ports, t.input);
+      expect(outcome).toEqual({
+        kind: 'failed',
+        feedback: expect.stringMatching(/^The run finished without changing any file/),
+      });
+      expect(t.validator.calls).toBe(0);
+    }
+    // A parent whose sub-tasks are done may change nothing: their work is its work.
+    const parent = setup(undefined, undefined, { noEditOk: true }, []);
+    expect((await attemptTask(parent.ports, parent.input)).kind).toBe('validated');
   });
 });

@@ -4,6 +4,7 @@ import type {
   ClippyCount,
   ClippyCounter,
   DaemonStateStore,
+  OpenSpecCli,
   TaskRunner,
   TaskRunResult,
   ValidationReport,
@@ -44,7 +45,10 @@ class MemoryRepo implements Repository {
   restores = 0;
   commits: string[] = [];
   hookFails = false;
-  async ensureReady() {}
+  refuse: string | null = null;
+  async ensureReady() {
+    if (this.refuse !== null) throw new FabricError('usage', this.refuse);
+  }
   async lock() {
     return async () => {};
   }
@@ -53,6 +57,9 @@ class MemoryRepo implements Repository {
   }
   async restore() {
     this.restores += 1;
+  }
+  async changedFiles() {
+    return ['src/lib.rs'];
   }
   async commit(message: string) {
     if (this.hookFails) throw new FabricError('tool_failed', 'git commit failed: pre-commit said no');
@@ -63,10 +70,12 @@ class MemoryRepo implements Repository {
 
 class MemoryState implements DaemonStateStore {
   state: DaemonState | null = null;
+  saves = 0;
   async load() {
     return this.state === null ? null : structuredClone(this.state);
   }
   async save(state: DaemonState) {
+    this.saves += 1;
     this.state = structuredClone(state);
   }
 }
@@ -101,6 +110,7 @@ class ScriptedValidator implements Validator {
       report: ok ? '$ cargo test\nexit code 0' : '$ cargo test\nexit code 101\ntest x ... FAILED',
       summary: ok ? '' : '$ cargo test: exit code 101\ntest x failed',
       testsPassed: ok ? 1 : 0,
+      failedTests: ok ? [] : ['x'],
     };
   }
 }
@@ -133,11 +143,18 @@ function runResult(runId: string, status: 'succeeded' | 'failed'): RunResult {
 }
 
 function task(id: string, text: string, done = false): OpenSpecTask {
-  return { id, text, done, details: [], section: '1. Work', line: 1 };
+  return { id, text, done, details: [], section: '1. Work', line: 1, parent: null };
 }
 
 function change(id: string, tasks: OpenSpecTask[]): EditableChange {
-  return { id, proposal: `# ${id}`, design: null, specs: [], tasks };
+  return {
+    id,
+    tasksFile: `openspec/changes/${id}/tasks.md`,
+    proposal: `# ${id}`,
+    design: null,
+    specs: [],
+    tasks,
+  };
 }
 
 function daemon(parts: {
@@ -149,6 +166,8 @@ function daemon(parts: {
   state?: MemoryState;
   maxAttempts?: number;
   retryBlocked?: boolean;
+  openspecCli?: OpenSpecCli;
+  archive?: boolean;
 }) {
   const events: StampedDaemonEvent[] = [];
   let now = Date.parse('2026-11-24T00:00:00Z');
@@ -160,6 +179,7 @@ function daemon(parts: {
       runner: parts.runner,
       validator: parts.validator ?? new ScriptedValidator([]),
       clippy: parts.clippy,
+      openspecCli: parts.openspecCli,
       state: parts.state ?? new MemoryState(),
       clock: {
         now: () => {
@@ -177,12 +197,85 @@ function daemon(parts: {
       maxAttempts: parts.maxAttempts ?? 3,
       retryBlocked: parts.retryBlocked ?? false,
       backoffBaseMs: 10,
+      // The baseline and the reruns have tests of their own (attempt-steps, daemon-baseline).
+      baseline: false,
+      validationReruns: 0,
+      archive: parts.archive ?? false,
     },
   );
   return { instance, events };
 }
 
 describe('CompletionDaemon', () => {
+  it('changes no state on a refused start: the state is read first and never written', async () => {
+    const openspec = new MemoryOpenSpec([change('a', [task('1.1', 'A one')])]);
+    const state = new MemoryState();
+    await daemon({ openspec, runner: new ScriptedRunner(['failed']), state, maxAttempts: 1 }).instance.run(
+      new AbortController().signal,
+    );
+    const before = structuredClone(state.state);
+    const saves = state.saves;
+    const git = new MemoryRepo();
+    git.refuse = 'the tree has uncommitted changes';
+    const runner = new ScriptedRunner([]);
+    await expect(
+      daemon({ openspec, git, runner, state }).instance.run(new AbortController().signal),
+    ).rejects.toThrow(/uncommitted changes/);
+    expect(state.saves).toBe(saves);
+    expect(state.state).toEqual(before);
+    expect(runner.texts).toEqual([]);
+  });
+
+  it('checks a change it finished with openspec validate --strict, and archives only one that passes', async () => {
+    const said: string[] = [];
+    const cli = (valid: boolean): OpenSpecCli => ({
+      validate: async (id) => {
+        said.push(`validate ${id}`);
+        return { ok: valid, output: valid ? 'valid' : 'ERROR: missing scenario' };
+      },
+      archive: async (id) => {
+        said.push(`archive ${id}`);
+        return { ok: true, output: 'archived' };
+      },
+    });
+    const openspec = new MemoryOpenSpec([
+      change('a', [task('1.1', 'A one')]),
+      change('b', [task('1.1', 'B one', true)]),
+    ]);
+    const git = new MemoryRepo();
+    const { instance, events } = daemon({
+      openspec,
+      git,
+      runner: new ScriptedRunner([]),
+      openspecCli: cli(false),
+      archive: true,
+    });
+    await instance.run(new AbortController().signal);
+    // b was finished before: not checked again. a fails validation: reported, not archived.
+    expect(said).toEqual(['validate a']);
+    expect(events.find((e) => e.event === 'change_validated')).toMatchObject({
+      ok: false,
+      output: 'ERROR: missing scenario',
+    });
+    expect(git.commits).toHaveLength(1);
+
+    const again = new MemoryOpenSpec([change('c', [task('1.1', 'C one')])]);
+    const archived = daemon({
+      openspec: again,
+      git,
+      runner: new ScriptedRunner([]),
+      openspecCli: cli(true),
+      archive: true,
+    });
+    await archived.instance.run(new AbortController().signal);
+    expect(said.slice(1)).toEqual(['validate c', 'archive c']);
+    expect(git.commits.at(-1)).toMatch(/^c: archive the change/);
+    expect(archived.events.find((e) => e.event === 'change_archived')).toMatchObject({
+      ok: true,
+      commit: 'c3',
+    });
+  });
+
   it('blocks a task whose commit hook fails, restores the tree, and goes on with the next change', async () => {
     const openspec = new MemoryOpenSpec([
       change('a', [task('1.1', 'A one'), task('1.2', 'A two')]),

@@ -17,6 +17,7 @@ const ITEM = {
   change: openSpecChange('a', [openSpecTask('1.1', 'A one', true), TASK]),
   task: TASK,
   done: [],
+  baseline: new Set<string>(),
 };
 
 function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; hookFails?: boolean } = {}) {
@@ -37,6 +38,7 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
       restore: async () => {
         git.restores += 1;
       },
+      changedFiles: async () => ['src/lib.rs'],
       commit: async (message) => {
         if (parts.hookFails) throw new FabricError('tool_failed', 'pre-commit said no');
         git.commits.push(message);
@@ -46,6 +48,8 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
     clock: steppingClock(),
     state: emptyState('/repo', new Date(0)),
     maxAttempts: 2,
+    models: [undefined],
+    reruns: 0,
     backoff: { baseMs: 1, capMs: 4 },
     save: async () => {
       saves += 1;

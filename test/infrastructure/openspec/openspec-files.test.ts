@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OpenSpecFiles } from '../../../src/infrastructure/openspec/openspec-files.ts';
 import { parseTasks } from '../../../src/infrastructure/openspec/parse-tasks.ts';
+import { workOrder } from '../../../src/application/daemon/openspec.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
 
 const TASKS = `# Tasks
@@ -12,7 +13,7 @@ const TASKS = `# Tasks
 - [ ] 1.2 Add Rect::contains_point
   - Acceptance: points on the left and top edges are inside
     - nested detail
-  - [ ] a nested checkbox is a detail, not a task
+  - [ ] a nested checkbox is a task of its own
 
   - Test plan: cargo test rect
 
@@ -33,22 +34,22 @@ async function repoWith(files: Record<string, string | Buffer>): Promise<string>
 }
 
 describe('parseTasks', () => {
-  it('reads sections, ids, text, done boxes and indented details in document order', () => {
+  it('reads sections, ids, text, done boxes, nested tasks and indented details in document order', () => {
     const tasks = parseTasks(TASKS, 'tasks.md');
-    expect(tasks.map((t) => [t.id, t.text, t.done, t.section])).toEqual([
-      ['1.1', 'Add Rect::area', true, '1. Geometry'],
-      ['1.2', 'Add Rect::contains_point', false, '1. Geometry'],
-      ['2.1', 'Clear damage after a frame', false, '2. Damage'],
-      ['2.2', 'Done with a capital X', true, '2. Damage'],
-      ['2#3', 'Unnumbered item', false, '2. Damage'],
+    expect(tasks.map((t) => [t.id, t.text, t.done, t.section, t.parent])).toEqual([
+      ['1.1', 'Add Rect::area', true, '1. Geometry', null],
+      ['1.2', 'Add Rect::contains_point', false, '1. Geometry', null],
+      ['1#3', 'a nested checkbox is a task of its own', false, '1. Geometry', '1.2'],
+      ['2.1', 'Clear damage after a frame', false, '2. Damage', null],
+      ['2.2', 'Done with a capital X', true, '2. Damage', null],
+      ['2#3', 'Unnumbered item', false, '2. Damage', null],
     ]);
     expect(tasks[1]!.details).toEqual([
       '- Acceptance: points on the left and top edges are inside',
       '  - nested detail',
-      '- [ ] a nested checkbox is a detail, not a task',
-      '',
       '- Test plan: cargo test rect',
     ]);
+    expect(tasks[2]!.details).toEqual([]);
     expect(tasks[1]!.line).toBe(5);
   });
 
@@ -57,23 +58,68 @@ describe('parseTasks', () => {
     expect(crlf).toEqual(parseTasks(TASKS, 'tasks.md'));
   });
 
-  it('names the file and line of a checkbox it cannot read', () => {
-    expect(() => parseTasks('## 1. A\n- [ ] 1.1 ok\n- [-] 1.2 what\n', 'c/tasks.md')).toThrow(
-      /c\/tasks\.md:3: cannot read the checkbox/,
-    );
-    expect(() => parseTasks('-[ ] 1.1 squashed\n', 'c/tasks.md')).toThrow(/c\/tasks\.md:1:/);
+  // Each form with what OpenSpec 1.13 counts for it (countTasksFromContent: total, completed).
+  const FORMS: [string, string, { total: number; done: number }][] = [
+    ['dash, star, plus bullets', '- [ ] 1.1 a\n* [x] 1.2 b\n+ [X] 1.3 c\n', { total: 3, done: 2 }],
+    ['ordered lists', '1. [ ] Run the unit test\n2) [x] Run the lint\n10. [ ] Ten\n', { total: 3, done: 1 }],
+    ['padded done mark', '- [ x] 1.1 padded\n- [ x ] 1.2 both sides\n', { total: 2, done: 2 }],
+    [
+      'other marks are open',
+      '- [~] 1.1 partly\n- [-] 1.2 dropped\n- [] 1.3 empty box\n',
+      { total: 3, done: 0 },
+    ],
+    ['no space before the box, none after it', '-[ ] 1.1 squashed\n- [x]1.2 glued\n', { total: 2, done: 1 }],
+    ['empty done box', '- [ ] 1.1 a\n- [x]\n', { total: 2, done: 1 }],
+    [
+      'links and long labels are not tasks',
+      '- [ ] 1.1 a\n- [Doc](./doc.md)\n- [1](./one)\n- [WIP] later\n',
+      { total: 1, done: 0 },
+    ],
+    ['boxes in a fence count', '- [ ] 1.1 a\n```\n- [ ] 9.9 example\n```\n', { total: 2, done: 0 }],
+    [
+      'nested boxes',
+      '- [ ] 1.1 Write the module\n  - [ ] 1.1.1 Add the type\n    - [x] 1.1.1.1 Name it\n',
+      { total: 3, done: 1 },
+    ],
+    [
+      'unnumbered sections',
+      '## Backend\n- [ ] Add the endpoint\n## Frontend\n- [ ] Add the button\n',
+      { total: 2, done: 0 },
+    ],
+    ['bold ids', '## Phase 1: Setup\n- [ ] **1.1** Create\n- [x] **1.2** Wire\n', { total: 2, done: 1 }],
+  ];
+  it.each(FORMS)('counts %s as OpenSpec counts them', (_name, text, expected) => {
+    const tasks = parseTasks(text, 'tasks.md');
+    expect({ total: tasks.length, done: tasks.filter((t) => t.done).length }).toEqual(expected);
+    expect(new Set(tasks.map((t) => t.id)).size).toBe(tasks.length);
   });
 
-  it('refuses a task with no text, naming its id and line', () => {
+  it('gives unnumbered and repeated tasks ids that cannot collide', () => {
+    const text =
+      '## Backend\n- [ ] Add the endpoint\n## Frontend\n- [ ] Add the button\n' +
+      '## 3. Numbered\n- [ ] 3.1 one\n- [ ] 3.1 again\n- [ ] **3.3** bold\n1. [ ] ordered\n';
+    expect(parseTasks(text, 'tasks.md').map((t) => [t.id, t.text])).toEqual([
+      ['s1#1', 'Add the endpoint'],
+      ['s2#1', 'Add the button'],
+      ['3.1', 'one'],
+      ['3.1@7', 'again'],
+      ['3.3', 'bold'],
+      ['3#4', 'ordered'],
+    ]);
+  });
+
+  it('names the file and line of an open task it cannot place (no text, no sub-tasks)', () => {
     expect(() => parseTasks('## 1. A\n- [ ] 1.1 fine\n- [ ] 1.2\n', 'tasks.md')).toThrow(
       /tasks\.md:3: task 1\.2 has no text/,
     );
-  });
-
-  it('refuses a duplicate id, naming both lines', () => {
-    expect(() => parseTasks('- [ ] 1.1 a\n- [ ] 1.1 b\n', 'tasks.md')).toThrow(
-      /tasks\.md:2: .*first on line 1/,
+    expect(() => parseTasks('- [ ] 1.1 fine\n- [ ]\n', 'c/tasks.md')).toThrow(
+      /c\/tasks\.md:2: task #2 has no text/,
     );
+    // With sub-tasks, an empty box is their parent.
+    expect(parseTasks('- [ ]\n  - [ ] 1.1 child\n', 'tasks.md').map((t) => [t.id, t.parent])).toEqual([
+      ['#1', null],
+      ['1.1', '#1'],
+    ]);
   });
 
   it('refuses a file that is not a checklist', () => {
@@ -81,6 +127,19 @@ describe('parseTasks', () => {
       /x\/tasks\.md: no tasks found/,
     );
     expect(() => parseTasks('', 'x/tasks.md')).toThrow(/no tasks found/);
+  });
+});
+
+describe('workOrder', () => {
+  it('puts sub-tasks before the task they sit under, the rest in document order', () => {
+    const text = '- [ ] 1 top\n  - [ ] 1.1 a\n    - [ ] 1.1.1 deep\n  - [ ] 1.2 b\n- [ ] 2 next\n';
+    expect(workOrder(parseTasks(text, 'tasks.md')).map((t) => t.id)).toEqual([
+      '1.1.1',
+      '1.1',
+      '1.2',
+      '1',
+      '2',
+    ]);
   });
 });
 
@@ -139,6 +198,22 @@ describe('OpenSpecFiles', () => {
     expect(after.toString('utf8')).toBe(text.replace('- [ ] 1.2', '- [x] 1.2'));
     const rescanned = (await files.scan()).changes[0]!;
     expect(rescanned.tasks.map((t) => t.done)).toEqual([false, true]);
+  });
+
+  it('ticks each kind of open box on its mark, and leaves a box the run ticked as it is', async () => {
+    const text =
+      '## 1. Forms\n1. [ ] 1.1 ordered\n- [~] 1.2 tilde\n- [] 1.3 empty\n-[ ] 1.4 squashed\n- [x] 1.5 done\n' +
+      '- [ ] 1.6 parent\n  - [-] 1.6.1 child\n## Backend\n- [  ]   Add the endpoint\n';
+    const repo = await repoWith({ 'openspec/changes/c/tasks.md': text });
+    const files = new OpenSpecFiles(repo);
+    const tasks = (await files.scan()).changes[0]!.tasks;
+    for (const task of tasks) await files.tick('c', task);
+    const after = await readFile(join(repo, 'openspec/changes/c/tasks.md'), 'utf8');
+    expect(after).toBe(
+      '## 1. Forms\n1. [x] 1.1 ordered\n- [x] 1.2 tilde\n- [x] 1.3 empty\n-[x] 1.4 squashed\n- [x] 1.5 done\n' +
+        '- [x] 1.6 parent\n  - [x] 1.6.1 child\n## Backend\n- [x ]   Add the endpoint\n',
+    );
+    expect((await files.scan()).changes[0]!.tasks.every((t) => t.done)).toBe(true);
   });
 
   it('refuses to tick a line that is no longer the task', async () => {

@@ -68,7 +68,7 @@ describe('fabric daemon: a failed validation says what broke', () => {
     );
     expect(run.exitCode, run.stderr).toBe(1); // blocked
     const failure = [
-      '  ✗ validation failed: $ cargo test: exit code 101',
+      '  ✗ validation failed: $ cargo test --no-fail-fast: exit code 101',
       '    double::tests::double_works panicked at src/double.rs:9:9:',
       '      assertion `left == right` failed',
       '        left: 9',

@@ -28,12 +28,14 @@ describe('GET /v1/daemon', () => {
         status: 'done' as const,
         attempts: 1,
         run_ids: ['r1'],
+        models: ['big/coder'],
         commit: 'c1',
       }),
       Object.assign(freshRecord('alpha', '1.2', 'Second'), {
         status: 'blocked' as const,
         attempts: 3,
         run_ids: ['r2', 'r3', 'r4'],
+        models: ['small/coder', 'small/coder', 'big/coder'],
       }),
     );
     state.backend = { state: 'down', last_ok: null, failures: 2, backoff_s: 2, last_error: 'refused' };
@@ -82,7 +84,17 @@ describe('GET /v1/daemon', () => {
           ],
         },
       ],
-      stats: { attempts: 4, succeeded: 1, success_rate: 0.25, first_attempt_success_rate: 0.5 },
+      stats: {
+        attempts: 4,
+        succeeded: 1,
+        success_rate: 0.25,
+        first_attempt_success_rate: 0.5,
+        // Escalation: each model's attempts and successes, in the order first used.
+        models: [
+          { model: 'big/coder', attempts: 2, succeeded: 1, success_rate: 0.5 },
+          { model: 'small/coder', attempts: 2, succeeded: 0, success_rate: 0 },
+        ],
+      },
       backend: { state: 'down', last_ok: null, failures: 2, backoff_s: 2 },
     });
 

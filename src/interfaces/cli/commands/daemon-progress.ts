@@ -16,17 +16,31 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${plural(event.max_attempts, 'attempt')} · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
     case 'change_unreadable':
       return s.red(`✗ change ${event.change} cannot be read: ${event.message}`);
+    case 'baseline':
+      return event.ok
+        ? s.dim(`  baseline of ${event.change} at ${event.commit.slice(0, 10)}: validation passes`)
+        : s.yellow(
+            `  baseline of ${event.change} at ${event.commit.slice(0, 10)}: ${
+              event.failed_tests === null
+                ? 'the build fails at HEAD'
+                : `${plural(event.failed_tests.length, 'test')} fail at HEAD (pre-existing, not blamed on a task): ${event.failed_tests.join(', ')}`
+            }`,
+          );
     case 'task_start':
-      return s.bold(`▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}`);
+      return s.bold(
+        `▶ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt}${event.model === null ? '' : ` (${event.model})`}`,
+      );
     case 'run_end':
       return `  run ${event.run_id} ended ${event.status}${event.error === null ? '' : `: ${event.error}`}`;
     case 'validation':
       return event.ok
         ? s.green(
-            `  ✓ validated${event.tests_passed === null ? '' : ` (${plural(event.tests_passed, 'test')} passed)`}`,
+            `  ✓ validated${event.tests_passed === null ? '' : ` (${plural(event.tests_passed, 'test')} passed)`}${
+              event.preexisting.length === 0 ? '' : `; pre-existing failures: ${event.preexisting.join(', ')}`
+            }`,
           )
         : s.red(
-            `  ✗ validation failed: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
+            `  ✗ validation failed${event.rerun ? ' (running it again before the attempt is spent)' : ''}: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
           );
     case 'task_retry':
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
@@ -54,6 +68,18 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       );
     case 'backend_up':
       return s.green('  model backend reachable again');
+    case 'change_validated':
+      return event.ok
+        ? s.green(`✓ ${event.change}: every task done; openspec validate --strict passes`)
+        : s.red(
+            `✗ ${event.change}: every task done, but openspec validate --strict fails:\n${indent(lastLines(event.output, DIAGNOSTICS_LINES))}`,
+          );
+    case 'change_archived':
+      return event.ok
+        ? s.green(`✓ ${event.change} archived (openspec archive), committed ${event.commit?.slice(0, 10)}`)
+        : s.red(
+            `✗ ${event.change}: openspec archive failed; tree restored:\n${indent(lastLines(event.output, DIAGNOSTICS_LINES))}`,
+          );
     case 'pass_end':
       return `pass done: ${event.done} done, ${event.pending} pending, ${event.blocked} blocked`;
     case 'idle':

@@ -31,6 +31,11 @@ export function formatStatus(status: DaemonStatus): string {
   lines.push(
     `\nattempts ${s.attempts}, tasks committed ${s.succeeded}, success rate ${pct(s.success_rate)}, first-attempt success ${pct(s.first_attempt_success_rate)}`,
   );
+  for (const m of s.models) {
+    lines.push(
+      `model ${m.model}: ${plural(m.attempts, 'attempt')}, ${plural(m.succeeded, 'task')} done, success rate ${pct(m.success_rate)}`,
+    );
+  }
   if (s.seconds_per_task !== null)
     lines.push(`per task: ${s.seconds_per_task}s, ${plural(s.tokens_per_task ?? 0, 'token')}`);
   const b = status.backend;
@@ -48,6 +53,9 @@ export function figureLine(figures: DaemonTaskFigures): string {
     parts.push(`+${figures.lines_added ?? 0} −${figures.lines_removed ?? 0}`);
   if (figures.tests_passed !== null) parts.push(`${plural(figures.tests_passed, 'test')} passed`);
   parts.push(clippyText(figures));
+  if (figures.preexisting_failures.length > 0)
+    parts.push(`pre-existing failures (red at HEAD): ${figures.preexisting_failures.join(', ')}`);
+  if (figures.flaky_tests.length > 0) parts.push(`flaky: ${figures.flaky_tests.join(', ')}`);
   return parts.join(', ');
 }
 

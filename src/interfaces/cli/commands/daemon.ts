@@ -18,6 +18,10 @@ Works through a repository's OpenSpec change sets (openspec/changes/<id>/tasks.m
 time: a rust-specialist run implements the task, the validation commands (daemon.validate in the
 config; default: cargo build, cargo test) run in the sandbox, and a validated task is ticked in
 tasks.md and committed with its work (one commit per task, with a Fabric-Run: <run_id> trailer).
+The validation runs at HEAD before a change's first task: tests failing there are reported as
+pre-existing, never blamed on a task; only a regression (a test that passed at HEAD) or a build
+error fails an attempt. A failing validation runs once more first: a test that then passes is
+labelled flaky. A run that changes nothing but tasks.md is a failed attempt.
 A task that fails is tried again with the failure as feedback, from where the last attempt left
 the tree; after --max-attempts it is blocked: the tree goes back to the last commit, its change
 stops and the others go on. When no model is reachable no attempt is spent: the daemon waits
@@ -25,16 +29,21 @@ stops and the others go on. When no model is reachable no attempt is spent: the 
 
 The repository must be a git work tree on a branch with nothing uncommitted: the daemon never
 discards a change it did not make. One daemon per repository. Its state is kept under the runs
-directory (and in control.daemon_tasks), never in the repository.
+directory (and in control.daemon_tasks), never in the work tree: a runs directory inside it is
+replaced by .git/fabric/runs. A refused start changes no state.
 
 Options:
       --repo DIR          the repository (default: the working directory)
       --change ID         only this change (repeatable; default: every change, in name order)
       --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked)
       --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
-      --max-attempts N    attempts per task before it is blocked (default 3)
+      --max-attempts N    attempts per task and model before it is blocked (default 3; with
+                          daemon.models, each model in turn gets N attempts)
       --retry-blocked     try blocked tasks again (a task whose text changed is retried anyway)
-  -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's)
+      --archive           archive a change whose last task is done and that openspec validate
+                          --strict accepts (openspec archive, in a commit of its own)
+  -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's, or
+                          daemon.models: a list from cheapest to strongest, tried in turn)
   -c, --config FILE       the config file
       --json              one JSON line per event on stdout (progress stays on stderr)
   -h, --help              show this help
@@ -43,6 +52,9 @@ Status (\`fabric daemon status\`): tasks done / pending / blocked per change, at
 rates, time and tokens per task, files and lines changed, tests passed, clippy warnings before
 and after (where sandbox.allowed_commands allows cargo clippy), backend health; --json prints
 { changes: [{ id, done, pending, blocked, tasks }], stats, backend }.
+
+With openspec (OpenSpec's CLI) on the PATH, a change whose last task is done is checked with
+openspec validate --strict, and the result reported.
 
 Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_DAEMON_INTERVAL.
 SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
@@ -91,6 +103,10 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       intervalMs: intervalS * 1000,
       maxAttempts,
       retryBlocked: values['retry-blocked'] === true,
+      // --model names one model; otherwise daemon.models escalates, cheapest first.
+      models: values.model === undefined ? (config.daemon.models ?? []) : [],
+      validationReruns: config.daemon.validation_reruns,
+      archive: values.archive === true,
     },
   });
   const outcome = await daemon.run(io.signal);
@@ -106,6 +122,7 @@ function parse(argv: readonly string[]) {
     interval: { type: 'string' },
     'max-attempts': { type: 'string' },
     'retry-blocked': { type: 'boolean' },
+    archive: { type: 'boolean' },
     model: { type: 'string', short: 'm' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },

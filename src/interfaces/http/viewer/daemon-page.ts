@@ -52,6 +52,7 @@ function repository(status: DaemonStatus): SafeHtml {
 ${backend.last_error ? html`<dt>Backend error</dt><dd>${clip(backend.last_error, 500)}</dd>` : ''}
 <dt>Attempts</dt><dd>${stats.attempts} · ${plural(stats.succeeded, 'task')} succeeded</dd>
 <dt>Success rate</dt><dd>${percent(stats.success_rate)} of attempts · ${percent(stats.first_attempt_success_rate)} at the first attempt</dd>
+${stats.models.length === 0 ? '' : html`<dt>Per model</dt><dd><ul class="models">${stats.models.map((m) => html`<li><span class="mono">${m.model}</span>: ${percent(m.success_rate)} of ${plural(m.attempts, 'attempt')} · ${plural(m.succeeded, 'task')} done</li>`)}</ul></dd>`}
 <dt>Per task</dt><dd>${stats.seconds_per_task === null ? '—' : duration(stats.seconds_per_task * 1000)} · ${stats.tokens_per_task === null ? '—' : `${Math.round(stats.tokens_per_task)} tokens`}</dd>
 </dl>
 ${status.changes.map((change) => {
@@ -100,6 +101,9 @@ function figureText(figures: DaemonTaskFigures): string {
   if (figures.clippy_before !== null || figures.clippy_after !== null)
     parts.push(`clippy warnings ${count(figures.clippy_before)} → ${count(figures.clippy_after)}`);
   if (figures.clippy_note !== null) parts.push(`clippy: ${figures.clippy_note}`);
+  if (figures.preexisting_failures.length > 0)
+    parts.push(`pre-existing failures (red at HEAD): ${figures.preexisting_failures.join(', ')}`);
+  if (figures.flaky_tests.length > 0) parts.push(`flaky: ${figures.flaky_tests.join(', ')}`);
   return parts.join(' · ');
 }
 

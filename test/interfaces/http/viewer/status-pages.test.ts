@@ -120,16 +120,20 @@ describe('the battery and daemon pages', () => {
         status: 'done' as const,
         attempts: 1,
         run_ids: ['run-one'],
+        models: ['big/model'],
         commit: '0123456789abcdef0123',
         seconds: 42,
         tokens: 1200,
         clippy_before: 0,
         clippy_after: 1,
+        preexisting_failures: ['tests::needs_a_gpu'],
+        flaky_tests: ['timing::tests::<tick>'],
       }),
       Object.assign(freshRecord('alpha', '1.2', `Second ${hostile}`), {
         status: 'blocked' as const,
         attempts: 3,
         run_ids: ['run-two', 'run-three', 'run-four'],
+        models: ['small/model', 'small/model', 'big/model'],
         diagnostics: `error[E0425]: ${hostile}`,
         clippy_note: 'cargo clippy exited with code 101',
       }),
@@ -153,8 +157,14 @@ describe('the battery and daemon pages', () => {
     );
     expect(text).toContain('0123456789ab');
     expect(text).toContain('✗ down · 2 failures · backing off 8 s');
-    expect(text).toContain('42.0 s · 1200 tokens · clippy warnings 0 → 1');
+    expect(text).toContain(
+      '42.0 s · 1200 tokens · clippy warnings 0 → 1 · pre-existing failures (red at HEAD): tests::needs_a_gpu · flaky: timing::tests::&lt;tick&gt;',
+    );
     expect(text).toContain('clippy: cargo clippy exited with code 101');
+    // Escalation: each model's success rate, in the order the models were used.
+    expect(text).toMatch(
+      /Per model[\s\S]*big\/model<\/span>: 50% of 2 attempts · 1 task done[\s\S]*small\/model<\/span>: 0% of 2 attempts · 0 tasks done/,
+    );
   });
 
   it('shows the matrix: a row per task, a column per model, each cell passed or failed with its check', async () => {

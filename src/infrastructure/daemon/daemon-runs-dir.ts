@@ -1,0 +1,43 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+
+/**
+ * Where the daemon keeps its runs, state and database for a repository (SPEC §11.1): the runs
+ * directory of the config, unless that lies inside the repository's work tree, where it would
+ * show in `git status` (and make the next start refuse a dirty tree). Then it is
+ * `<git dir>/fabric/runs`: beside the daemon's lock, never part of the work tree.
+ */
+export function daemonRunsDir(runsDir: string, repo: string): string {
+  const top = workTreeOf(repo);
+  if (top === null || !inside(top, runsDir)) return runsDir;
+  const gitDir = gitDirOf(top);
+  return gitDir === null ? runsDir : join(gitDir, 'fabric', 'runs');
+}
+
+/** The top of the git work tree a path lies in (the nearest directory holding `.git`), or null. */
+export function workTreeOf(path: string): string | null {
+  let dir = resolve(path);
+  for (;;) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    const up = dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+function inside(top: string, path: string): boolean {
+  const rel = relative(top, resolve(path));
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** `.git` itself, or where a `.git` file (a linked work tree, a submodule) points. */
+function gitDirOf(top: string): string | null {
+  const dotGit = join(top, '.git');
+  try {
+    if (statSync(dotGit).isDirectory()) return dotGit;
+    const match = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'));
+    return match ? resolve(top, match[1]!) : null;
+  } catch {
+    return null;
+  }
+}
