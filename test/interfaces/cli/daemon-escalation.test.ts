@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { calls, daemonRepo, finish, git, rustModule, taskKey } from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { startFakeKeyed } from '../../support/fake-llm-compat.ts';
 
 const SMALL = 'small/coder-7b';
 const BIG = 'big/coder-30b';
@@ -24,12 +25,70 @@ function writeDouble(body: string) {
 
 describe('fabric daemon with daemon.models', () => {
   let server: FakeLlmServer | undefined;
+  let hosted: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
   afterEach(async () => {
     await server?.stop();
+    await hosted?.stop();
     server = undefined;
+    hosted = undefined;
     await sandbox?.cleanup();
   });
+
+  it('escalates to a model on a keyed hosted backend named in the list (issue 27), the key sent only there', async () => {
+    const KEY = 'sk-proj-DAEMONKEY-0a1b2c3d4e5f';
+    const HOSTED = 'gpt-5-mini';
+    const repo = await daemonRepo({ 'openspec/changes/alpha/tasks.md': '- [ ] 1.1 Add double\n' });
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: SMALL, toolUse: true }],
+      byTask: [{ match: taskKey('alpha', '1.1'), script: [writeDouble('x + 1'), finish('Added double.')] }],
+    });
+    hosted = await startFakeKeyed({
+      key: KEY,
+      modelIds: [HOSTED],
+      script: [
+        calls({
+          name: 'edit_file',
+          arguments: { path: 'src/double.rs', old_text: 'x + 1', new_text: 'x * 2' },
+        }),
+        finish('Fixed double.'),
+      ],
+    });
+    sandbox = await makeSandbox({
+      llm: {
+        backends: [
+          {
+            kind: 'openai',
+            url: `${hosted.url}/v1`,
+            name: 'cloud',
+            api_key_env: 'FAKE_CLOUD_KEY',
+            models: [HOSTED],
+          },
+        ],
+      },
+      specialists: {
+        rust: {
+          builder: 'builtin:rust',
+          max_steps: 8,
+          sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
+        },
+      },
+      daemon: { models: [SMALL, HOSTED], validation_reruns: 0 },
+    });
+    const env = { ...testEnv(sandbox, server.url), FAKE_CLOUD_KEY: KEY };
+    const run = await spawnFabric(
+      ['daemon', '--repo', repo, '--once', '--max-attempts', '1', '--config', sandbox.configPath],
+      { env, cwd: sandbox.dir },
+    );
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`attempt 2 (${HOSTED})`);
+    expect(await git(repo, 'log', '-1', '--format=%s')).toBe('alpha 1.1: Add double');
+    expect(hosted.chatRequests().map((r) => (r.body as { model: string }).model)).toEqual([HOSTED, HOSTED]);
+    expect(hosted.chatRequests().every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true);
+    expect(JSON.stringify(server.requests)).not.toContain(KEY);
+    expect(run.stdout + run.stderr).not.toContain(KEY);
+  }, 120_000);
 
   it('escalates a task to the next model after the first spent its attempts, and reports each model', async () => {
     const repo = await daemonRepo({ 'openspec/changes/alpha/tasks.md': '- [ ] 1.1 Add double\n' });
