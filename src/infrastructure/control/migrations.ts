@@ -189,6 +189,18 @@ export const MIGRATIONS: readonly Migration[] = [
       'alter table control.agent_run add column reasoning_chars integer',
     ],
   },
+  {
+    version: 9,
+    name: 'runs: the lease a fabric worker holds on a queued run, with its fencing token (issue 26)',
+    statements: [
+      'create sequence control.run_lease_seq',
+      'alter table control.runs add column lease_worker text',
+      'alter table control.runs add column lease_token bigint',
+      'alter table control.runs add column lease_expires timestamptz',
+      'alter table control.runs add column lease_job text',
+      'create index runs_lease_expires_idx on control.runs (lease_expires) where lease_expires is not null',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */
