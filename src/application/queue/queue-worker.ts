@@ -211,7 +211,11 @@ export class QueueWorker {
     const { registry, identity, specialists, concurrency, deadAfterMs, log } = this.#options;
     const runs = this.runs();
     const info = () => ({ ...identity, id: this.#id, specialists, concurrency, runs });
-    const alive = await this.#guard('write the heartbeat', () => registry.heartbeat(info()), true);
+    const alive = await this.#guard('write the heartbeat', () => registry.heartbeat(info()), null);
+    if (alive === null) return;
+    // Said only once a write went through (not on a call that needed no database).
+    if (this.#faulted) log('the queue database answers again');
+    this.#faulted = false;
     if (!alive) {
       const old = this.#id;
       this.#registrations += 1;
@@ -220,7 +224,10 @@ export class QueueWorker {
       await this.#guard('write the heartbeat', () => registry.heartbeat(info()), true);
     }
     await this.#renew();
-    const cancelled = await this.#guard('read cancel requests', () => registry.cancelRequested(runs), []);
+    const cancelled =
+      runs.length === 0
+        ? []
+        : await this.#guard('read cancel requests', () => registry.cancelRequested(runs), []);
     for (const runId of cancelled)
       this.#running.get(runId)?.controller.abort(new Error('cancelled through the HTTP API'));
     const interrupted = await this.#guard(
@@ -268,13 +275,13 @@ export class QueueWorker {
     });
   }
 
-  /** A database fault never ends the worker: it is said once per outage, and the work goes on. */
+  /**
+   * A database fault never ends the worker: it is said once per outage (until a heartbeat is
+   * written again), and the work goes on.
+   */
   async #guard<T>(what: string, work: () => Promise<T>, fallback: T): Promise<T> {
     try {
-      const value = await work();
-      if (this.#faulted) this.#options.log('the queue database answers again');
-      this.#faulted = false;
-      return value;
+      return await work();
     } catch (error) {
       if (!this.#faulted) this.#options.log(`could not ${what}: ${errorMessage(error)}`);
       this.#faulted = true;
