@@ -205,6 +205,14 @@ function checkQueue(config: ParsedConfig, source: string): void {
       'config_invalid',
       `${source}: queue: postgres needs the control plane (control.enabled: true): workers report runs through it.`,
     );
+  const { heartbeat_s, dead_after_s } = config.worker;
+  // Each heartbeat renews the leases of a worker's runs: a lease must outlast a late beat or two.
+  if (dead_after_s < 2 * heartbeat_s)
+    throw new FabricError(
+      'config_invalid',
+      `${source}: worker.dead_after_s (${dead_after_s}) must be at least twice worker.heartbeat_s (${heartbeat_s}): ` +
+        `a run's lease is renewed by each heartbeat and lasts dead_after_s. Raise dead_after_s to ${2 * heartbeat_s} or more (the default is 6 heartbeats: 5 and 30).`,
+    );
 }
 
 function parseInterval(value: string): number {

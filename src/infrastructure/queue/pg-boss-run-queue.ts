@@ -23,11 +23,14 @@ export class PgBossRunQueue implements RunQueue {
   readonly #prepared = new Set<string>();
   #started: Promise<unknown> | undefined;
 
-  constructor(dsn: string, options: { readonly onError?: (error: Error) => void } = {}) {
+  constructor(
+    dsn: string,
+    options: { readonly onError?: (error: Error) => void; readonly poolSize?: number } = {},
+  ) {
     this.#boss = new PgBoss({
       connectionString: dsn,
       schema: QUEUE_SCHEMA,
-      max: 3,
+      max: options.poolSize ?? 3,
       schedule: false,
       // Maintenance (expiring, archiving) runs in whichever process holds pg-boss's lock.
       supervise: true,
