@@ -138,7 +138,8 @@ export interface WorkerRegistry {
   heartbeat(worker: WorkerInfo): Promise<boolean>;
   /**
    * Pushes these leases' expiry `leaseMs` on from the database's now, where they still hold.
-   * Returns the run ids whose lease was renewed; the others were lost (reaped, or the run ended).
+   * Returns the run ids still held (renewed, or ended by their own run_end: a battery cell's
+   * checks run after it); the others were lost (reaped, or taken again).
    */
   renewLeases(workerId: string, leases: readonly RunLease[], leaseMs: number): Promise<readonly string[]>;
   stopped(workerId: string): Promise<void>;

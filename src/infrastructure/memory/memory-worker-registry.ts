@@ -90,8 +90,12 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
     const expires = now + leaseMs;
     for (const lease of leases) {
       const row = this.#runs.get(lease.runId);
-      // An expired lease is lost even before a reaper marks its run.
-      if (row?.status !== 'running' || row.lease?.token !== lease.token || row.lease.expires < now) continue;
+      if (row?.lease?.token !== lease.token) continue;
+      // An expired lease is lost even before a reaper marks its run; an ended run is held.
+      if (row.status !== 'running' || row.lease.expires < now) {
+        if (row.status !== 'interrupted' && !OPEN.has(row.status)) renewed.push(lease.runId);
+        continue;
+      }
       this.#runs.set(lease.runId, { ...row, lease: { ...row.lease, expires } });
       renewed.push(lease.runId);
     }

@@ -116,11 +116,15 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     leaseMs: number,
   ): Promise<readonly string[]> {
     if (leases.length === 0) return [];
+    // A run that ended by its own run_end is still this worker's job (a battery cell's checks
+    // run after it): held. One interrupted, or another take's, is lost.
     const rows = await this.#db.query<{ id: string }>(
       `update control.runs as t set lease_expires = now() + make_interval(secs => $2::double precision),
          lease_worker = $3
        from jsonb_to_recordset($1::text::jsonb) as l(run_id text, token bigint)
-       where t.id = l.run_id and t.lease_token = l.token and t.status = 'running' and t.lease_expires > now()
+       where t.id = l.run_id and t.lease_token = l.token
+         and (t.status = 'running' and t.lease_expires > now()
+           or t.status in ('succeeded', 'failed', 'max_steps', 'cancelled'))
        returning t.id`,
       [
         jsonParam(leases.map((lease) => ({ run_id: lease.runId, token: lease.token }))),

@@ -121,6 +121,8 @@ describe('the Postgres run queue and worker registry', () => {
       writer.fence('r2', second.token);
       expect((await writer.write({ events: [end('r2', 1, 'succeeded')], modelCalls: [] })).events).toBe(1);
       expect((await reader.getRun('r2'))?.status).toBe('succeeded');
+      // Ended by its own run_end, the run is still held (a cell's checks run after it); reaped, lost.
+      expect(await workers.renewLeases('w1', [second, lease], 60_000)).toEqual(['r2']);
       // A stale token (an older take) is refused too.
       writer.fence('r2', lease.token);
       expect((await writer.write({ events: [event('r2', 2, 'tool_call', {})], modelCalls: [] })).events).toBe(
