@@ -82,6 +82,9 @@ export function startQueueReaper(fabric: Fabric, log: (line: string) => void): (
     try {
       const services = await fabric.runQueue();
       const reaped = (await services?.workers.reapDeadWorkers(deadAfterMs)) ?? [];
+      const orphans = (await services?.queue.requeueOrphans?.(deadAfterMs)) ?? [];
+      if (orphans.length > 0)
+        log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
       if (failing) log('the queue database answers again');
       failing = false;
       if (reaped.length > 0)

@@ -64,6 +64,13 @@ export interface RunQueue {
   /** Takes up to `limit` waiting runs of these specialists, oldest first. */
   take(specialists: readonly string[], limit: number): Promise<readonly TakenRun[]>;
   settle(taken: TakenRun, outcome: TakenRunOutcome): Promise<void>;
+  /**
+   * Jobs taken more than `olderThanMs` ago whose run is still `queued`: no worker ever recorded
+   * the take (the answer of its fetch was lost with its connection, or it died in between), so
+   * nothing ran. Each is failed and sent again, once, for another worker to take. Returns their
+   * run ids. Adapters that cannot lose a fetch's answer (in memory) leave it out.
+   */
+  requeueOrphans?(olderThanMs: number): Promise<readonly string[]>;
   close(): Promise<void>;
 }
 

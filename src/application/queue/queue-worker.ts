@@ -239,6 +239,11 @@ export class QueueWorker {
       log(
         `marked ${plural(interrupted.length, 'run')} whose lease expired interrupted: ${interrupted.map((run) => run.runId).join(', ')}`,
       );
+    const requeue = this.#options.queue.requeueOrphans?.bind(this.#options.queue);
+    if (requeue === undefined) return;
+    const orphans = await this.#guard('requeue orphaned jobs', () => requeue(deadAfterMs), []);
+    if (orphans.length > 0)
+      log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
   }
 
   /** Renews the leases of the runs in progress; a run whose lease is gone is stopped at once. */

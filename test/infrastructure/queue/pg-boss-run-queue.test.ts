@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
+import { startTcpProxy } from '../../support/tcp-proxy.ts';
 import { PostgresControlStore } from '../../../src/infrastructure/control/postgres-control-store.ts';
 import { type QueueServices, openRunQueue } from '../../../src/infrastructure/queue/open-run-queue.ts';
 import { createTestDatabase } from '../control/pg-test-db.ts';
@@ -131,6 +132,39 @@ describe('the Postgres run queue and worker registry', () => {
     } finally {
       await writer.close();
       await reader.close();
+    }
+  });
+
+  it('sends again a job whose fetch answer was lost, so its run is not queued for ever', async () => {
+    const { workers } = await open();
+    const target = new URL(db.dsn);
+    const proxy = await startTcpProxy({
+      target: { host: target.hostname, port: Number(target.port || 5432) },
+    });
+    const cut = await openRunQueue(db.dsn.replace(`:${target.port || 5432}/`, `:${proxy.port}/`));
+    const reaper = await open();
+    try {
+      await cut.queue.prepare(['units']);
+      await workers.recordQueued({ runId: 'r-lost', specialist: 'units', task: 'a' });
+      await reaper.queue.enqueue({ runId: 'r-lost', specialist: 'units', task: 'a' });
+      // The fetch reaches Postgres, which takes the job; its answer never comes back.
+      proxy.arm({ kind: 'cut_at_byte', direction: 'to_client', at: 0 });
+      expect(await cut.queue.take(['units'], 1)).toEqual([]);
+      expect(proxy.fired).toBe(true);
+      expect(await reaper.queue.take(['units'], 1)).toEqual([]);
+      // Not before the bound (a worker between its fetch and its lease), and once after it.
+      expect(await reaper.queue.requeueOrphans?.(60_000)).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await reaper.queue.requeueOrphans?.(10)).toEqual(['r-lost']);
+      expect(await reaper.queue.requeueOrphans?.(10)).toEqual([]);
+      const again = await reaper.queue.take(['units'], 1);
+      expect(again.map((job) => job.run)).toEqual([{ runId: 'r-lost', specialist: 'units', task: 'a' }]);
+      expect(
+        await workers.recordTaken('r-lost', { workerId: 'w', leaseMs: 60_000, jobId: again[0]!.jobId }),
+      ).not.toBeNull();
+    } finally {
+      await cut.close();
+      await proxy.close();
     }
   });
 
