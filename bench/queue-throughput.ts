@@ -23,6 +23,8 @@ const RUNS = Number(process.env.BENCH_QUEUE_RUNS ?? (QUICK ? 16 : 60));
 const STEPS = 5;
 const MODEL_MS = 50;
 const WORKER_CONCURRENCY = 8;
+/** `control.pool_size` of every process (BENCH_QUEUE_POOL_SIZE; default the config's, 3). */
+const POOL_SIZE = Number(process.env.BENCH_QUEUE_POOL_SIZE ?? 3);
 
 /** Follows a run's events to run_end; returns the lag of each event (arrival − its ts), in ms. */
 async function follow(url: string, runId: string): Promise<number[]> {
@@ -104,6 +106,8 @@ const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-queue-'));
 const llm = await startKeyedLlmServer(STEPS, { delayMs: MODEL_MS });
 const rows: string[][] = [];
 const quietLags: number[] = [];
+/** Connections to the database after each case's batch, by worker count. */
+const connections = new Map<number, Record<string, number>>();
 let inProcessMs: number | undefined;
 try {
   const probe = await createThrowawayDb();
@@ -122,7 +126,7 @@ try {
       const configPath = await writeConfig(
         caseDir,
         unitsConfig({
-          control: { enabled: true },
+          control: { enabled: true, pool_size: POOL_SIZE },
           ...(workers === 0 ? {} : { queue: 'postgres' }),
           worker: { heartbeat_s: 1, dead_after_s: 30 },
         }),
@@ -140,6 +144,7 @@ try {
           for (let n = 0; n < (QUICK ? 3 : 10); n++) quietLags.push(...(await batch(serve.url, 1)).lags);
         }
         const { wallMs, lags } = await batch(serve.url, RUNS);
+        connections.set(workers, await db.connections());
         if (workers === 0) inProcessMs = wallMs;
         rows.push([
           workers === 0 ? 'in-process (fabric serve, no queue)' : `queue, ${plural(workers, 'worker')}`,
@@ -159,6 +164,20 @@ try {
       `Throughput: ${RUNS} runs at once`,
       ['case', 'wall ms', 'runs/s', 'vs in-process', 'event lag ms p50 / p99'],
       rows,
+    );
+    const total = (workers: number) =>
+      Object.values(connections.get(workers) ?? {}).reduce((sum, n) => sum + n, 0);
+    printTable(
+      `Postgres connections after the batch (control.pool_size ${POOL_SIZE}); per worker: the growth from 1 worker`,
+      ['case', 'connections', 'by application_name', 'per added worker'],
+      [...connections.keys()].map((workers) => [
+        workers === 0 ? 'in-process server' : `server + ${plural(workers, 'worker')}`,
+        String(total(workers)),
+        Object.entries(connections.get(workers) ?? {})
+          .map(([app, n]) => `${app} ${n}`)
+          .join(', '),
+        workers > 1 ? ((total(workers) - total(1)) / (workers - 1)).toFixed(1) : '—',
+      ]),
     );
     printTable(
       'Event lag, worker write → SSE client, one run at a time',

@@ -6,6 +6,8 @@ export const PG_SERVER = process.env.FABRIC_BENCH_PG ?? 'postgres://postgres@127
 
 export interface ThrowawayDb {
   readonly dsn: string;
+  /** The connections open to this database now, by application_name (the admin's are elsewhere). */
+  connections(): Promise<Record<string, number>>;
   drop(): Promise<void>;
 }
 
@@ -22,6 +24,12 @@ export async function createThrowawayDb(): Promise<ThrowawayDb | null> {
   }
   return {
     dsn: `${PG_SERVER}/${name}`,
+    connections: async () => {
+      const rows = await admin<{ app: string; n: number }[]>`
+        select coalesce(nullif(application_name, ''), '(none)') as app, count(*)::int as n
+        from pg_stat_activity where datname = ${name} group by 1 order by 1`;
+      return Object.fromEntries(rows.map((row) => [row.app, row.n]));
+    },
     drop: async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();

@@ -253,6 +253,7 @@ export class Fabric {
         new FabricError('usage', 'This fabric is closed; create another to use the queue.'),
       );
     this.#queue ??= openRunQueue(dsn, {
+      poolSize: this.config.control.pool_size,
       onError: (error) => this.#options.onDegraded?.(`run queue: ${errorMessage(error)}`),
     }).catch((error: unknown) => {
       this.#queue = undefined;
@@ -280,6 +281,7 @@ export class Fabric {
         enabled: this.config.control.enabled,
         dsn: this.config.control.dsn,
         runsDir: this.config.runs_dir,
+        poolSize: this.config.control.pool_size,
       });
     } catch (error) {
       // Even a store that cannot be built (a DSN the client rejects) never fails a run (SPEC §7).

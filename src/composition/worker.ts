@@ -9,7 +9,8 @@ import process from 'node:process';
 import { QueueWorker } from '../application/queue/queue-worker.ts';
 import type { WorkerInfo } from '../application/queue/queue-ports.ts';
 import { workerJobs } from '../application/queue/worker-jobs.ts';
-import { FabricError } from '../domain/errors.ts';
+import { FabricError, errorMessage } from '../domain/errors.ts';
+import { plural } from '../domain/words.ts';
 import { cellJobFor } from './battery.ts';
 import type { Fabric } from './fabric.ts';
 
@@ -46,6 +47,10 @@ export async function composeQueueWorker(
   };
   // A battery's cells share its archive: fetched once per worker, unpacked per cell.
   const cellJob = cellJobFor(fabric, services);
+  // Every write for a run is fenced on the lease the worker took it under (issue 26).
+  const store = await fabric.controlStore();
+  if (store === null) throw new FabricError('internal', 'The queue needs the control plane.');
+  const jobs = workerJobs({ runTask: (request) => fabric.run(request), cellJob, log });
   const worker = new QueueWorker({
     queue: services.queue,
     registry: services.workers,
@@ -55,11 +60,50 @@ export async function composeQueueWorker(
     heartbeatMs: fabric.config.worker.heartbeat_s * 1000,
     deadAfterMs: fabric.config.worker.dead_after_s * 1000,
     log,
-    execute: workerJobs({
-      runTask: (request) => fabric.run(request),
-      cellJob,
-      log,
-    }),
+    execute: (run, signal, lease) => {
+      store.fence(lease.runId, lease.token);
+      return jobs(run, signal);
+    },
   });
   return { identity, run: (signal) => worker.run(signal) };
+}
+
+/**
+ * The server's reaper (`fabric serve` with `queue: postgres`): every `worker.heartbeat_s`, marks
+ * silent workers dead and the runs whose lease expired interrupted, so a dead worker's runs end
+ * with no live worker left. Workers reap too; the statement is idempotent. Returns its stop.
+ */
+export function startQueueReaper(fabric: Fabric, log: (line: string) => void): () => void {
+  if (fabric.config.queue !== 'postgres') return () => {};
+  const deadAfterMs = fabric.config.worker.dead_after_s * 1000;
+  let busy = false;
+  let failing = false;
+  const reap = async () => {
+    try {
+      const services = await fabric.runQueue();
+      const reaped = (await services?.workers.reapDeadWorkers(deadAfterMs)) ?? [];
+      const orphans = (await services?.queue.requeueOrphans?.(deadAfterMs)) ?? [];
+      if (orphans.length > 0)
+        log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
+      if (failing) log('the queue database answers again');
+      failing = false;
+      if (reaped.length > 0)
+        log(
+          `marked ${plural(reaped.length, 'run')} whose lease expired interrupted: ${reaped.map((run) => run.runId).join(', ')}`,
+        );
+    } catch (error) {
+      if (!failing) log(`could not reap dead workers: ${errorMessage(error)}`);
+      failing = true;
+    }
+  };
+  const timer = setInterval(() => {
+    // One pass at a time: a database that hangs does not pile up passes.
+    if (busy) return;
+    busy = true;
+    void reap().finally(() => {
+      busy = false;
+    });
+  }, fabric.config.worker.heartbeat_s * 1000);
+  (timer as { unref?: () => void }).unref?.();
+  return () => clearInterval(timer);
 }

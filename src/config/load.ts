@@ -192,7 +192,7 @@ function parseQueue(value: string): ParsedConfig['queue'] {
 }
 
 /** The queue lives in the control plane's Postgres: it needs a DSN and the plane on. */
-function checkQueue(config: Pick<ParsedConfig, 'queue' | 'control'>, source: string): void {
+function checkQueue(config: Pick<ParsedConfig, 'queue' | 'control' | 'worker'>, source: string): void {
   if (config.queue !== 'postgres') return;
   if (config.control.dsn === undefined || config.control.dsn.trim() === '')
     throw new FabricError(
@@ -204,6 +204,14 @@ function checkQueue(config: Pick<ParsedConfig, 'queue' | 'control'>, source: str
     throw new FabricError(
       'config_invalid',
       `${source}: queue: postgres needs the control plane (control.enabled: true): workers report runs through it.`,
+    );
+  const { heartbeat_s, dead_after_s } = config.worker;
+  // Each heartbeat renews the leases of a worker's runs: a lease must outlast a late beat or two.
+  if (dead_after_s < 2 * heartbeat_s)
+    throw new FabricError(
+      'config_invalid',
+      `${source}: worker.dead_after_s (${dead_after_s}) must be at least twice worker.heartbeat_s (${heartbeat_s}): ` +
+        `a run's lease is renewed by each heartbeat and lasts dead_after_s. Raise dead_after_s to ${2 * heartbeat_s} or more (the default is 6 heartbeats: 5 and 30).`,
     );
 }
 

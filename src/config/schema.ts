@@ -126,6 +126,11 @@ export const LoopSchema = v.strictObject({
 export const ControlSchema = v.strictObject({
   enabled: v.optional(v.boolean(), true),
   dsn: v.optional(nonEmpty),
+  /**
+   * The most connections each Postgres pool of a process opens: the control store's, and with
+   * the queue the worker registry's (at most 2) and pg-boss's. docs/queue.md counts them.
+   */
+  pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 3),
 });
 
 /** The OpenSpec completion daemon (SPEC §11). */

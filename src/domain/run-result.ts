@@ -1,5 +1,25 @@
-/** How a run ended. */
-export type RunStatus = 'succeeded' | 'failed' | 'max_steps' | 'cancelled';
+/**
+ * How a run ended. `interrupted`: its queue worker stopped it on losing its lease (cut off from
+ * the database past `worker.dead_after_s`), the status the control plane already gives it.
+ */
+export type RunStatus = 'succeeded' | 'failed' | 'max_steps' | 'cancelled' | 'interrupted';
+
+const INTERRUPTION = 'RunInterruption';
+
+/**
+ * The abort reason that makes a run end `interrupted` rather than `cancelled`: a queue worker
+ * that lost its lease on the run (issue 26).
+ */
+export function runInterruption(message: string): Error {
+  const error = new Error(message);
+  error.name = INTERRUPTION;
+  return error;
+}
+
+/** True for an abort reason made by `runInterruption`. */
+export function isRunInterruption(reason: unknown): reason is Error {
+  return reason instanceof Error && reason.name === INTERRUPTION;
+}
 
 /** What a run produces: the CLI's `--json` output and the HTTP API's run body. */
 export interface RunResult {

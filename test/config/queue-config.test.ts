@@ -48,6 +48,24 @@ describe('the queue setting', () => {
     expect(error.message).toMatch(/queue: postgres needs a Postgres server: set FABRIC_DSN/);
   });
 
+  it('sizes the Postgres pools from control.pool_size, 3 by default, and refuses a size below 1', async () => {
+    expect((await load('')).control.pool_size).toBe(3);
+    expect((await load('control: { pool_size: 1 }\n')).control.pool_size).toBe(1);
+    const error = await failure('control: { pool_size: 0 }\n');
+    expect(error.code).toBe('config_invalid');
+    expect(error.message).toMatch(/control\.pool_size/);
+  });
+
+  it('refuses a lease (dead_after_s) shorter than two heartbeats, saying what to raise', async () => {
+    const error = await failure(
+      'queue: postgres\ncontrol: { dsn: "postgres://db/x" }\nworker: { heartbeat_s: 5, dead_after_s: 8 }\n',
+    );
+    expect(error.code).toBe('config_invalid');
+    expect(error.message).toMatch(
+      /worker\.dead_after_s \(8\) must be at least twice worker\.heartbeat_s \(5\).*Raise dead_after_s to 10/,
+    );
+  });
+
   it('refuses queue: postgres with the control plane turned off', async () => {
     const error = await failure('queue: postgres\ncontrol: { enabled: false, dsn: "postgres://db/x" }\n');
     expect(error.message).toMatch(/needs the control plane/);

@@ -66,7 +66,8 @@ describe('runs queued in Postgres and run by fabric workers', () => {
     db = await createTestDatabase();
     llm = await startFakeLlmServer({
       flavor: 'lm_studio',
-      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      // A window no run here fills: the responder counts the model's turns, which a compaction would shorten.
+      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true, contextLength: 131_072 }],
       respond,
     });
     sandbox = await makeSandbox({
@@ -133,6 +134,21 @@ describe('runs queued in Postgres and run by fabric workers', () => {
       for (const pid of pids) expect(workers.map((w) => w.pid)).toContain(pid);
     } finally {
       await sql.end();
+    }
+    // The server lists the workers' runs (their runlogs are on the workers' disks), and so does
+    // the viewer.
+    const listed = (await (await fetch(`${url}/v1/runs?limit=100`)).json()) as {
+      runs: { run_id: string; status: string }[];
+    };
+    const byId = new Map(listed.runs.map((run) => [run.run_id, run.status]));
+    for (const id of ids) expect(byId.get(id), id).toBe('succeeded');
+    // Its first page: 50 of these runs (the newest), each shown succeeded.
+    const page = await (await fetch(`${url}/`)).text();
+    const rows = [...page.matchAll(/<tr data-run-id="([^"]+)" data-status="([a-z_]+)"/g)];
+    expect(rows).toHaveLength(50);
+    for (const [, id, status] of rows) {
+      expect(ids).toContain(id);
+      expect(status).toBe('succeeded');
     }
   }, 60_000);
 

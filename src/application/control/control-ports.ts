@@ -130,6 +130,12 @@ export interface ControlWriter {
   migrate(): Promise<MigrationReport>;
   /** Writes a batch in one transaction; events and calls already present are left as they are. */
   write(batch: ControlBatch): Promise<ControlWriteCounts>;
+  /**
+   * From now on, this process's writes for the run (mirror, backfill, sync) hold only while the
+   * run's row has this lease token and says `running`; others are dropped in the database. A
+   * queue worker fences each run it takes (issue 26), so nothing it writes late lands.
+   */
+  fence(runId: string, token: string): void;
   /** How many events the store holds per run. */
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>>;
   /**

@@ -64,7 +64,20 @@ export interface RunQueue {
   /** Takes up to `limit` waiting runs of these specialists, oldest first. */
   take(specialists: readonly string[], limit: number): Promise<readonly TakenRun[]>;
   settle(taken: TakenRun, outcome: TakenRunOutcome): Promise<void>;
+  /**
+   * Jobs taken more than `olderThanMs` ago whose run is still `queued`: no worker ever recorded
+   * the take (the answer of its fetch was lost with its connection, or it died in between), so
+   * nothing ran. Each is failed and sent again, once, for another worker to take. Returns their
+   * run ids. Adapters that cannot lose a fetch's answer (in memory) leave it out.
+   */
+  requeueOrphans?(olderThanMs: number): Promise<readonly string[]>;
   close(): Promise<void>;
+}
+
+/** A run the reaper marked `interrupted`, with the queue job it came from (when known). */
+export interface ReapedRun {
+  readonly runId: string;
+  readonly jobId: string | null;
 }
 
 /** A worker as it reports itself. */
@@ -87,32 +100,63 @@ export interface WorkerRow extends WorkerInfo {
 }
 
 /**
+ * A worker's hold on a run, recorded on the run's own row when it takes it: the worker, a
+ * fencing token that grows with every take (a database sequence), and an expiry the worker's
+ * heartbeat pushes on. Every write the worker makes for the run names the token, and the
+ * database refuses it once the row holds another token or no longer says `running`: a worker
+ * cut off past its lease writes nothing more, whatever its backlog.
+ */
+export interface RunLease {
+  readonly runId: string;
+  /** The fencing token (a bigint, as text). */
+  readonly token: string;
+}
+
+/**
  * Where workers report themselves and where runs' queue-side states are kept: `queued` rows,
- * cancel requests, runs of dead workers marked `interrupted`. Times are the database's clock,
- * so hosts' clocks need not agree.
+ * leases, cancel requests, runs whose lease expired marked `interrupted`. Times are the
+ * database's clock, so hosts' clocks need not agree.
  */
 export interface WorkerRegistry {
   /** Records a run the server queued, as a `queued` row of the control plane. */
   recordQueued(run: QueuedRun): Promise<void>;
-  /** A worker took the run: its row goes `running` (the mirror fills in the rest). */
-  recordTaken(runId: string): Promise<void>;
+  /**
+   * A worker took the run: its row goes `running` with a lease for `leaseMs` and a new token
+   * (the mirror fills in the rest). Null when the row is no longer `queued` (cancelled,
+   * interrupted, ended): the run must not start.
+   */
+  recordTaken(
+    runId: string,
+    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+  ): Promise<RunLease | null>;
   /**
    * The run could not start on the worker (no model, a pack that fails: `failed`), or was
-   * cancelled before it started (`cancelled`): its row says so, and why.
+   * cancelled before it started (`cancelled`): its row says so, and why, if the lease still holds.
    */
   recordNotStarted(
-    runId: string,
+    lease: RunLease,
     status: 'failed' | 'cancelled',
     error: { readonly code: string; readonly message: string },
   ): Promise<void>;
-  heartbeat(worker: WorkerInfo): Promise<void>;
+  /**
+   * Writes the worker's heartbeat. False when the registry has this id `dead` or `stopped`: the
+   * worker must register again under a new id (its old leases are gone).
+   */
+  heartbeat(worker: WorkerInfo): Promise<boolean>;
+  /**
+   * Pushes these leases' expiry `leaseMs` on from the database's now, where they still hold.
+   * Returns the run ids still held (renewed, or ended by their own run_end: a battery cell's
+   * checks run after it); the others were lost (reaped, or taken again).
+   */
+  renewLeases(workerId: string, leases: readonly RunLease[], leaseMs: number): Promise<readonly string[]>;
   stopped(workerId: string): Promise<void>;
   list(): Promise<readonly WorkerRow[]>;
   /**
-   * Workers silent for longer than `deadAfterMs` are `dead`; their runs still `running` (or
-   * taken and not yet started) become `interrupted`. Returns those run ids. Idempotent.
+   * Workers silent for longer than `deadAfterMs` are `dead`; runs whose lease expired (their
+   * worker stopped renewing it, whatever its state) become `interrupted`. Returns those runs.
+   * Idempotent; any process may run it (the server, every worker).
    */
-  reapDeadWorkers(deadAfterMs: number): Promise<readonly string[]>;
+  reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]>;
   requestCancel(runId: string): Promise<void>;
   /** Of these runs, the ones someone asked to cancel. */
   cancelRequested(runIds: readonly string[]): Promise<readonly string[]>;

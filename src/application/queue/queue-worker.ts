@@ -1,14 +1,19 @@
 /**
- * `fabric worker`'s loop: takes queued runs while it has room, runs each through
- * the injected `execute` (the worker's own Fabric), heartbeats, hears cancel requests, and marks
- * the runs of workers whose heartbeat stopped as interrupted. Reaches the world only through ports.
+ * `fabric worker`'s loop: takes queued runs while it has room, holds a lease on each (renewed by
+ * its heartbeat), runs each through the injected `execute` (the worker's own Fabric), hears cancel
+ * requests, stops the runs whose lease it could not renew in time, and marks the runs whose
+ * lease expired as interrupted. Reaches the world only through ports.
  */
 import { errorMessage } from '../../domain/errors.ts';
-import type { QueuedRun, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './queue-ports.ts';
+import { runInterruption } from '../../domain/run-result.ts';
+import type { QueuedRun, RunLease, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './queue-ports.ts';
 import { plural } from '../../domain/words.ts';
 
-/** Runs a queued run to its end; rejects when it could not start (nothing was written). */
-export type ExecuteQueuedRun = (run: QueuedRun, signal: AbortSignal) => Promise<void>;
+/**
+ * Runs a queued run to its end under its lease; rejects when it could not start (nothing was
+ * written). Every write for the run is to be fenced on `lease.token`.
+ */
+export type ExecuteQueuedRun = (run: QueuedRun, signal: AbortSignal, lease: RunLease) => Promise<void>;
 
 /** What a worker is built from. */
 export interface QueueWorkerOptions {
@@ -19,16 +24,23 @@ export interface QueueWorkerOptions {
   readonly specialists: readonly string[];
   readonly concurrency: number;
   readonly heartbeatMs: number;
+  /** A lease lasts this long past its last renewal; a silent worker is dead after it too. */
   readonly deadAfterMs: number;
   /** How often an idle worker looks for jobs. Default 250 ms. */
   readonly pollMs?: number;
+  /** A monotonic clock in ms (default `performance.now`): when leases were last renewed. */
+  readonly now?: () => number;
   readonly log: (line: string) => void;
 }
 
 /** A run in progress on this worker. */
 interface Running {
   readonly controller: AbortController;
-  readonly done: Promise<void>;
+  done: Promise<void>;
+  /** Null until the registry recorded the take. */
+  lease: RunLease | null;
+  /** When the last renewal that succeeded was sent (the database's expiry is later). */
+  renewedAt: number;
 }
 
 /**
@@ -43,9 +55,21 @@ export class QueueWorker {
   readonly #running = new Map<string, Running>();
   #wake: () => void = () => {};
   #faulted = false;
+  /** This worker's id: a new one each time the registry had declared it dead. */
+  #id: string;
+  #registrations = 1;
+  #beating: Promise<void> | null = null;
+  readonly #now: () => number;
 
   constructor(options: QueueWorkerOptions) {
     this.#options = options;
+    this.#id = options.identity.id;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** The id this worker is registered under now. */
+  get id(): string {
+    return this.#id;
   }
 
   /** The runs in progress. */
@@ -57,7 +81,7 @@ export class QueueWorker {
     const { queue, specialists, concurrency, log } = this.#options;
     await queue.prepare(specialists);
     await this.#beat();
-    const timer = setInterval(() => void this.#beat(), this.#options.heartbeatMs);
+    const timer = setInterval(() => this.#tick(), this.#options.heartbeatMs);
     const stop = () => this.#wake();
     signal.addEventListener('abort', stop, { once: true });
     try {
@@ -77,25 +101,41 @@ export class QueueWorker {
       await Promise.all(left.map((running) => running.done));
       await this.#guard(
         'report the worker stopped',
-        () => this.#options.registry.stopped(this.#options.identity.id),
+        () => this.#options.registry.stopped(this.#id),
         undefined,
       );
     }
   }
 
   #start(job: TakenRun): void {
-    const { registry, execute, log } = this.#options;
+    const { registry, execute, log, deadAfterMs } = this.#options;
     const { runId } = job.run;
     const controller = new AbortController();
-    const done = (async () => {
-      await this.#guard('record a taken run', () => registry.recordTaken(runId), undefined);
+    const running: Running = { controller, done: Promise.resolve(), lease: null, renewedAt: this.#now() };
+    running.done = (async () => {
+      const lease = await this.#guard(
+        'record a taken run',
+        () => registry.recordTaken(runId, { workerId: this.#id, leaseMs: deadAfterMs, jobId: job.jobId }),
+        undefined,
+      );
+      if (lease === undefined) {
+        log(`run ${runId} not started: its lease could not be recorded`);
+        return;
+      }
+      if (lease === null) {
+        // Cancelled, interrupted or ended while queued: not this worker's to run.
+        log(`run ${runId} not started: it is no longer queued`);
+        await this.#guard('fail a job', () => this.#options.queue.settle(job, 'not_started'), undefined);
+        return;
+      }
+      running.lease = lease;
       const cancelled = await this.#guard(
         'read cancel requests',
         () => registry.cancelRequested([runId]),
         [],
       );
       if (cancelled.length > 0) {
-        await this.#notStarted(job, 'cancelled', {
+        await this.#notStarted(job, lease, 'cancelled', {
           code: 'run_cancelled',
           message: 'Cancelled before it started.',
         });
@@ -103,11 +143,11 @@ export class QueueWorker {
       }
       log(`run ${runId} started (${job.run.specialist})`);
       try {
-        await execute(job.run, controller.signal);
+        await execute(job.run, controller.signal, lease);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         log(`run ${runId} could not start: ${errorMessage(error)}`);
-        await this.#notStarted(job, 'failed', {
+        await this.#notStarted(job, lease, 'failed', {
           code: typeof code === 'string' ? code : 'internal',
           message: errorMessage(error),
         });
@@ -119,33 +159,75 @@ export class QueueWorker {
       this.#running.delete(runId);
       this.#wake();
     });
-    this.#running.set(runId, { controller, done });
+    this.#running.set(runId, running);
   }
 
   async #notStarted(
     job: TakenRun,
+    lease: RunLease,
     status: 'failed' | 'cancelled',
     error: { code: string; message: string },
   ): Promise<void> {
     const { registry, queue } = this.#options;
     await this.#guard(
       'record a run that did not start',
-      () => registry.recordNotStarted(job.run.runId, status, error),
+      () => registry.recordNotStarted(lease, status, error),
       undefined,
     );
     await this.#guard('fail a job', () => queue.settle(job, 'not_started'), undefined);
   }
 
-  /** Heartbeat, cancel requests for the runs in progress, and dead workers' runs. */
+  /**
+   * Each heartbeat period: first, without the database, the runs whose lease is about to expire
+   * unrenewed (`deadAfterMs`) are stopped (the database may be out of reach: by now others may have marked
+   * them interrupted); then a beat, unless the last one still waits for the database.
+   */
+  #tick(): void {
+    const { deadAfterMs, heartbeatMs } = this.#options;
+    const now = this.#now();
+    // Stopped before the lease can expire: this check runs once a heartbeat period, so two
+    // periods of margin (half the lease at most) keep the stop ahead of any reaper.
+    const limit = deadAfterMs - Math.min(2 * heartbeatMs, deadAfterMs / 2);
+    for (const [runId, running] of this.#running) {
+      if (running.controller.signal.aborted || now - running.renewedAt <= limit) continue;
+      this.#interrupt(
+        runId,
+        running,
+        `its lease could not be renewed before it expires (worker.dead_after_s ${deadAfterMs / 1000} s: the queue database is out of reach)`,
+      );
+    }
+    this.#beating ??= this.#beat().finally(() => {
+      this.#beating = null;
+    });
+  }
+
+  #interrupt(runId: string, running: Running, why: string): void {
+    this.#options.log(`run ${runId} stopped: ${why}; it is interrupted`);
+    running.controller.abort(runInterruption(`Interrupted by its worker: ${why}.`));
+  }
+
+  /** Heartbeat (registering anew if declared dead), leases, cancel requests, and expired leases. */
   async #beat(): Promise<void> {
     const { registry, identity, specialists, concurrency, deadAfterMs, log } = this.#options;
     const runs = this.runs();
-    await this.#guard(
-      'write the heartbeat',
-      () => registry.heartbeat({ ...identity, specialists, concurrency, runs }),
-      undefined,
-    );
-    const cancelled = await this.#guard('read cancel requests', () => registry.cancelRequested(runs), []);
+    const info = () => ({ ...identity, id: this.#id, specialists, concurrency, runs });
+    const alive = await this.#guard('write the heartbeat', () => registry.heartbeat(info()), null);
+    if (alive === null) return;
+    // Said only once a write went through (not on a call that needed no database).
+    if (this.#faulted) log('the queue database answers again');
+    this.#faulted = false;
+    if (!alive) {
+      const old = this.#id;
+      this.#registrations += 1;
+      this.#id = `${identity.id}-${this.#registrations}`;
+      log(`${old} was declared dead while out of reach; registering again as ${this.#id}`);
+      await this.#guard('write the heartbeat', () => registry.heartbeat(info()), true);
+    }
+    await this.#renew();
+    const cancelled =
+      runs.length === 0
+        ? []
+        : await this.#guard('read cancel requests', () => registry.cancelRequested(runs), []);
     for (const runId of cancelled)
       this.#running.get(runId)?.controller.abort(new Error('cancelled through the HTTP API'));
     const interrupted = await this.#guard(
@@ -155,8 +237,35 @@ export class QueueWorker {
     );
     if (interrupted.length > 0)
       log(
-        `marked ${plural(interrupted.length, 'run')} of dead workers interrupted: ${interrupted.join(', ')}`,
+        `marked ${plural(interrupted.length, 'run')} whose lease expired interrupted: ${interrupted.map((run) => run.runId).join(', ')}`,
       );
+    const requeue = this.#options.queue.requeueOrphans?.bind(this.#options.queue);
+    if (requeue === undefined) return;
+    const orphans = await this.#guard('requeue orphaned jobs', () => requeue(deadAfterMs), []);
+    if (orphans.length > 0)
+      log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
+  }
+
+  /** Renews the leases of the runs in progress; a run whose lease is gone is stopped at once. */
+  async #renew(): Promise<void> {
+    const held = [...this.#running.entries()].filter(
+      ([, running]) => running.lease !== null && !running.controller.signal.aborted,
+    );
+    if (held.length === 0) return;
+    const sent = this.#now();
+    const leases = held.map(([, running]) => running.lease as RunLease);
+    const renewed = await this.#guard(
+      'renew leases',
+      () => this.#options.registry.renewLeases(this.#id, leases, this.#options.deadAfterMs),
+      null,
+    );
+    if (renewed === null) return;
+    const kept = new Set(renewed);
+    for (const [runId, running] of held) {
+      if (kept.has(runId)) running.renewedAt = Math.max(running.renewedAt, sent);
+      else if (!running.controller.signal.aborted)
+        this.#interrupt(runId, running, 'its lease was lost (it was marked interrupted meanwhile)');
+    }
   }
 
   /** Waits for the poll interval, a run that ends, or shutdown. */
@@ -171,13 +280,13 @@ export class QueueWorker {
     });
   }
 
-  /** A database fault never ends the worker: it is said once per outage, and the work goes on. */
+  /**
+   * A database fault never ends the worker: it is said once per outage (until a heartbeat is
+   * written again), and the work goes on.
+   */
   async #guard<T>(what: string, work: () => Promise<T>, fallback: T): Promise<T> {
     try {
-      const value = await work();
-      if (this.#faulted) this.#options.log('the queue database answers again');
-      this.#faulted = false;
-      return value;
+      return await work();
     } catch (error) {
       if (!this.#faulted) this.#options.log(`could not ${what}: ${errorMessage(error)}`);
       this.#faulted = true;

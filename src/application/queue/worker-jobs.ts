@@ -5,7 +5,6 @@
  * Reaches the world only through ports. Nothing here does I/O.
  */
 import type { RunTask } from '../run/run-request.ts';
-import type { ExecuteQueuedRun } from './queue-worker.ts';
 import type { QueuedCell, QueuedRun } from './queue-ports.ts';
 
 /** A queued run that is a battery cell. */
@@ -32,10 +31,14 @@ export interface WorkerJobsDeps {
 }
 
 /**
- * The `execute` a `QueueWorker` runs each job with. It rejects when the run could not start (no
+ * What a `QueueWorker` executes each job with (its lease is fenced by the composition). It rejects when the run could not start (no
  * model, a pack that fails), so the worker records the run as not started.
  */
-export function workerJobs({ runTask, cellJob, log }: WorkerJobsDeps): ExecuteQueuedRun {
+export function workerJobs({
+  runTask,
+  cellJob,
+  log,
+}: WorkerJobsDeps): (run: QueuedRun, signal: AbortSignal) => Promise<void> {
   return async (run, signal) => {
     const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
     if (run.cell !== undefined) {

@@ -1,6 +1,6 @@
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../../domain/messages.ts';
-import type { RunResult, RunStatus } from '../../domain/run-result.ts';
+import { type RunResult, type RunStatus, isRunInterruption } from '../../domain/run-result.ts';
 import type { Conversation } from './model-turn.ts';
 import type { ModelProfile } from '../../config/schema.ts';
 import type {
@@ -206,7 +206,11 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       }
     }
   } catch (error) {
-    if (input.signal.aborted) {
+    if (input.signal.aborted && isRunInterruption(input.signal.reason)) {
+      // Its worker lost the lease: the control plane already says `interrupted`, and so does the runlog.
+      status = 'interrupted';
+      failure = { code: 'run_cancelled', message: input.signal.reason.message };
+    } else if (input.signal.aborted) {
       status = 'cancelled';
       failure = { code: 'run_cancelled', message: 'The run was cancelled.' };
     } else {

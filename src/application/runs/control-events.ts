@@ -8,6 +8,12 @@ import type { ControlRunLookup } from './run-read-model.ts';
 /** How often a follower polls the control plane for a worker's new events. */
 export const QUEUED_EVENTS_POLL_MS = 100;
 
+/**
+ * How many polls a follower waits for a missing event (a gap the backfill is about to fill)
+ * before going past it: 10 s at the default poll.
+ */
+const GAP_POLLS = 100;
+
 /** A row in one of these statuses may still write events. */
 const OPEN = new Set(['queued', 'running']);
 
@@ -33,6 +39,8 @@ export async function queuedRunControl(
  * `run_end`, or once the row says the run will write nothing more (interrupted, not started).
  * Each poll reads only the events after the last one sent (the (run_id, seq) key), and the row
  * only when no event came: a long run costs the same per poll at its end as at its start.
+ * Events go out in seq order without holes: a gap (rows lost in an outage, written back from
+ * the runlog shortly) is waited for, 10 s at most, then passed.
  * Returns how to stop following.
  */
 export function followControlEvents(
@@ -46,11 +54,19 @@ export function followControlEvents(
   let last = afterSeq;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const drain = async (): Promise<{ count: number; ended: boolean }> => {
+  // Polls spent waiting for a gap to fill: rows the worker's mirror lost in an outage are
+  // written back from its runlog within seconds, and a follower waits for them, in order.
+  let gapPolls = 0;
+  const drain = async (final = false): Promise<{ count: number; ended: boolean }> => {
     const events = await store.runEvents(runId, last);
     let ended = false;
     for (const event of events) {
       if (event.seq <= last) continue;
+      if (event.seq > last + 1 && !final && gapPolls < GAP_POLLS) {
+        gapPolls += 1;
+        break;
+      }
+      gapPolls = 0;
       last = event.seq;
       send(event);
       if (event.kind === 'run_end') ended = true;
@@ -66,7 +82,7 @@ export function followControlEvents(
         if (row !== null && !OPEN.has(row.status)) {
           // The run ended without a run_end in the store (interrupted, or never started);
           // events written between the two reads are still sent.
-          await drain();
+          await drain(true);
           return end();
         }
       }

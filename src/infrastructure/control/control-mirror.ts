@@ -13,7 +13,11 @@ export interface ControlMirrorOptions {
   readonly flushIntervalMs?: number;
   /** This many queued events are written at once, without waiting for the interval (50; embedded 250). */
   readonly batchSize?: number;
-  /** After a failed write, events are dropped (left for backfill and `sync`) this long before trying again. */
+  /**
+   * After a failed write, events are dropped (left for backfill and `sync`) for a while before
+   * trying again: 250 ms after the first failure, doubling with each failure in a row, at most
+   * this long (default 30 s); a write that succeeds starts over.
+   */
   readonly retryAfterMs?: number;
   /**
    * A write that has not settled after this long counts as failed: a stalled database must not
@@ -49,6 +53,7 @@ interface Queued {
 }
 
 const MAX_BATCH = 500;
+const FIRST_RETRY_MS = 250;
 
 /**
  * Mirrors runs to the control plane (SPEC §7). One mirror serves every run of a process (§10):
@@ -57,7 +62,7 @@ const MAX_BATCH = 500;
  * `batchSize` events, and at a `run_end` — in one transaction each, so many runs make few, large
  * writes. Whatever the store does (refuses, fails mid-write, stalls), the runs never see it: a
  * failed or stalled write drops the batch, each run that lost rows is told once, nothing is
- * tried for `retryAfterMs`, and the runs that lost rows are kept for the backfill (`lossyRuns`)
+ * tried for a backoff (250 ms, doubling to `retryAfterMs`), and the runs that lost rows are kept for the backfill (`lossyRuns`)
  * — the runlog still has every line. The store stays the caller's to close.
  */
 export class ControlMirror implements RunObserver {
@@ -77,6 +82,8 @@ export class ControlMirror implements RunObserver {
   #writing: Promise<void> | null = null;
   #migrated: Promise<unknown> | null = null;
   #downUntil = 0;
+  /** Failed writes in a row: the backoff before the next try. */
+  #failures = 0;
   #noted = false;
   /** Whether `onDegraded` has heard of the current outage. */
   #notedGlobal = false;
@@ -229,13 +236,17 @@ export class ControlMirror implements RunObserver {
           });
         });
         this.#written += batch.length;
+        this.#failures = 0;
         this.#notedGlobal = false;
         this.#heldElsewhere = false;
       } catch (error) {
         this.#migrated = null;
         const lost = [...batch, ...this.#queue];
         this.#queue = [];
-        this.#downUntil = Date.now() + this.#retryAfter;
+        this.#failures += 1;
+        // Back soon after a blink, rarely against a database that stays away.
+        const backoff = FIRST_RETRY_MS * 2 ** Math.min(this.#failures - 1, 16);
+        this.#downUntil = Date.now() + Math.min(this.#retryAfter, backoff);
         // Another live process holds the embedded database and writes these rows in from the
         // runlog itself: nothing is lost and nothing needs doing, so nothing is said.
         this.#heldElsewhere = heldByAnotherProcess(error);

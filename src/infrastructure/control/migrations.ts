@@ -198,6 +198,18 @@ export const MIGRATIONS: readonly Migration[] = [
         check (tool in ('lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai'))`,
     ],
   },
+  {
+    version: 10,
+    name: 'runs: the lease a fabric worker holds on a queued run, with its fencing token (issue 26)',
+    statements: [
+      'create sequence control.run_lease_seq',
+      'alter table control.runs add column lease_worker text',
+      'alter table control.runs add column lease_token bigint',
+      'alter table control.runs add column lease_expires timestamptz',
+      'alter table control.runs add column lease_job text',
+      'create index runs_lease_expires_idx on control.runs (lease_expires) where lease_expires is not null',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

@@ -12,6 +12,8 @@ export interface ControlStoreSettings {
    * which must not create a 39 MB database to say there is nothing in it.
    */
   readonly existingOnly?: boolean;
+  /** The most connections the Postgres store's read pool opens (`control.pool_size`); default 3. */
+  readonly poolSize?: number;
 }
 
 /** Where the embedded database lives: hidden under the runs directory, which run listings skip. */
@@ -30,7 +32,10 @@ export async function openControlStore(settings: ControlStoreSettings): Promise<
   if (!settings.enabled) return null;
   if (settings.dsn !== undefined && settings.dsn.trim() !== '') {
     const { PostgresControlStore } = await import('./postgres-control-store.ts');
-    return new PostgresControlStore(settings.dsn);
+    return new PostgresControlStore(
+      settings.dsn,
+      settings.poolSize === undefined ? {} : { maxConnections: settings.poolSize },
+    );
   }
   const dataDir = embeddedControlDir(settings.runsDir);
   if (settings.existingOnly === true && !(await embeddedControlExists(settings.runsDir))) return null;

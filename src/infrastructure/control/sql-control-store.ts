@@ -26,6 +26,8 @@ import { queryMirroredRuns, queryModelCalls, queryRun, queryRunEvents, queryRuns
 import type { SqlExecutor } from './sql-executor.ts';
 import { writeBatch } from './write-batch.ts';
 
+const MAX_FENCES = 10_000;
+
 /**
  * The control store over any `SqlExecutor`. The Postgres and PGlite adapters differ only in
  * the executor they hand it, which is what keeps their SQL identical.
@@ -34,6 +36,8 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   readonly kind: 'postgres' | 'pglite';
   readonly location: string;
   readonly #db: SqlExecutor;
+  /** Run id → the lease token this process's writes for the run are fenced on (queue workers). */
+  readonly #fences = new Map<string, string>();
   /** The last migration of this store, while it has not failed; writers wait for it. */
   #ready: Promise<void> | null = null;
 
@@ -95,7 +99,16 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   write(batch: ControlBatch): Promise<ControlWriteCounts> {
     // One statement, atomic by itself: one round trip (one message to the PGlite worker), and no
     // transaction to be cut in the middle of.
-    return this.#afterMigrating(() => writeBatch(this.#db, batch));
+    return this.#afterMigrating(() => writeBatch(this.#db, batch, this.#fences));
+  }
+
+  fence(runId: string, token: string): void {
+    this.#fences.set(runId, token);
+    // A long-lived worker forgets the oldest: their runs ended long ago, and the backfill is done.
+    if (this.#fences.size > MAX_FENCES) {
+      const oldest = this.#fences.keys().next().value;
+      if (oldest !== undefined) this.#fences.delete(oldest);
+    }
   }
 
   mirroredRuns(): Promise<ReadonlyMap<string, MirroredRun>> {

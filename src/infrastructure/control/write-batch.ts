@@ -14,6 +14,10 @@ import type { SqlQuery } from './sql-executor.ts';
 // - run_start leaves status alone, and run_end the start fields: either may come first (sync
 //   after a partial mirror). So the update takes each group of columns from the batch only when
 //   the batch has that event, and leaves a run the batch merely mentions untouched.
+// - A fenced run (a queue worker's, under its lease: issue 26) is written only while its row
+//   holds that lease token and says `running`: the row is updated (locked, and its condition
+//   checked on the latest version, so a reaper that committed first wins), and its events and
+//   calls go in only when that update happened. A zombie worker's backlog writes nothing.
 const WRITE_BATCH = `with batch as (select $1::text::jsonb as doc),
 seen as (
   select r.run_id, min(r.ts) as ts
@@ -29,14 +33,18 @@ ends as (
     as r(run_id text, status text, ts timestamptz, steps integer, prompt_tokens integer,
       completion_tokens integer, total_tokens integer, duration_ms integer, payload jsonb, error jsonb)
 ),
+fences as (
+  select r.* from batch, jsonb_to_recordset(batch.doc->'fences') as r(run_id text, token bigint)
+),
 merged as (
-  select seen.run_id, s.run_id is not null as has_start, e.run_id is not null as has_end,
+  select seen.run_id, s.run_id is not null as has_start, e.run_id is not null as has_end, f.token as fence,
     s.specialist, s.task, s.model, s.backend, coalesce(s.ts, seen.ts) as started_at,
     coalesce(e.status, 'running') as status, e.ts as ended_at, e.steps, e.prompt_tokens,
     e.completion_tokens, e.total_tokens, e.duration_ms, e.payload, e.error
   from seen
   left join starts s on s.run_id = seen.run_id
   left join ends e on e.run_id = seen.run_id
+  left join fences f on f.run_id = seen.run_id
 ),
 runs_written as (
   insert into control.runs as t (id, specialist, task, model, backend, started_at, status, ended_at,
@@ -44,6 +52,8 @@ runs_written as (
   select run_id, specialist, task, model, backend, started_at, status, ended_at, steps,
     prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error
   from merged
+  -- A fenced run's row was made when its worker took it: never made again from the batch.
+  where merged.fence is null
   on conflict (id) do update set
     (specialist, task, model, backend, started_at, status, ended_at, steps, prompt_tokens,
       completion_tokens, total_tokens, duration_ms, payload, error, updated_at) = (
@@ -66,11 +76,39 @@ runs_written as (
     from merged m where m.run_id = excluded.id)
   where exists (select 1 from merged m where m.run_id = excluded.id and (m.has_start or m.has_end))
 ),
+fenced_written as (
+  update control.runs as t set
+    specialist = case when m.has_start then m.specialist else t.specialist end,
+    task = case when m.has_start then m.task else t.task end,
+    model = case when m.has_start then m.model else t.model end,
+    backend = case when m.has_start then m.backend else t.backend end,
+    started_at = case when m.has_start then m.started_at else t.started_at end,
+    status = case when m.has_end then m.status else t.status end,
+    ended_at = case when m.has_end then m.ended_at else t.ended_at end,
+    steps = case when m.has_end then m.steps else t.steps end,
+    prompt_tokens = case when m.has_end then m.prompt_tokens else t.prompt_tokens end,
+    completion_tokens = case when m.has_end then m.completion_tokens else t.completion_tokens end,
+    total_tokens = case when m.has_end then m.total_tokens else t.total_tokens end,
+    duration_ms = case when m.has_end then m.duration_ms else t.duration_ms end,
+    payload = case when m.has_end then m.payload else t.payload end,
+    error = case when m.has_end then m.error else t.error end,
+    lease_expires = case when m.has_end then null else t.lease_expires end,
+    updated_at = now()
+  from merged m
+  where m.fence is not null and t.id = m.run_id and t.lease_token = m.fence and t.status = 'running'
+  returning t.id
+),
+open_runs as (
+  select run_id from merged where fence is null
+  union all
+  select id from fenced_written
+),
 events_written as (
   insert into control.run_events (run_id, seq, kind, ts, body)
   select r.run_id, r.seq, r.kind, r.ts, r.body
   from batch, jsonb_to_recordset(batch.doc->'events')
     as r(run_id text, seq integer, kind text, ts timestamptz, body jsonb)
+  where r.run_id in (select run_id from open_runs)
   on conflict (run_id, seq) do nothing
   returning 1
 ),
@@ -83,6 +121,7 @@ calls_written as (
     tool text, model text, latency_ms integer, success boolean, error_reason text,
     prompt_tokens integer, completion_tokens integer, total_tokens integer,
     reasoning_tokens integer, reasoning_chars integer, ts timestamptz)
+  where r.run_id in (select run_id from open_runs)
   on conflict (run_id, seq) do nothing
   returning 1
 )
@@ -91,9 +130,13 @@ select (select count(*) from events_written)::integer as events,
 
 /**
  * Writes a batch in one statement (atomic by itself; a caller's transaction around it changes
- * nothing). Returns the rows actually inserted.
+ * nothing). Returns the rows actually inserted. `fences`: run id → the lease token its writes need.
  */
-export async function writeBatch(db: SqlQuery, batch: ControlBatch): Promise<ControlWriteCounts> {
+export async function writeBatch(
+  db: SqlQuery,
+  batch: ControlBatch,
+  fences: ReadonlyMap<string, string> = new Map(),
+): Promise<ControlWriteCounts> {
   if (batch.events.length === 0 && batch.modelCalls.length === 0) return { events: 0, modelCalls: 0 };
   const starts = new Map<string, Record<string, unknown>>();
   const ends = new Map<string, Record<string, unknown>>();
@@ -117,6 +160,10 @@ export async function writeBatch(db: SqlQuery, batch: ControlBatch): Promise<Con
     }
   }
   const seen = [...batch.events, ...batch.modelCalls].map((row) => ({ run_id: row.run_id, ts: row.ts }));
+  const fenced = [...new Set(seen.map((row) => row.run_id))].flatMap((runId) => {
+    const token = fences.get(runId);
+    return token === undefined ? [] : [{ run_id: runId, token }];
+  });
   const [counts] = await db.query<{ events: number; model_calls: number }>(WRITE_BATCH, [
     jsonParam({
       seen,
@@ -124,6 +171,7 @@ export async function writeBatch(db: SqlQuery, batch: ControlBatch): Promise<Con
       ends: [...ends.values()],
       events: batch.events.map(eventRow),
       calls: batch.modelCalls,
+      fences: fenced,
     }),
   ]);
   return { events: counts?.events ?? 0, modelCalls: counts?.model_calls ?? 0 };

@@ -6,6 +6,8 @@
 import type { Clock } from '../../application/ports.ts';
 import type {
   QueuedRun,
+  ReapedRun,
+  RunLease,
   WorkerInfo,
   WorkerRegistry,
   WorkerRow,
@@ -15,6 +17,8 @@ import type {
 export interface MemoryRunRow {
   readonly status: 'queued' | 'running' | 'failed' | 'cancelled' | 'interrupted';
   readonly error?: { readonly code: string; readonly message: string };
+  /** The lease of the worker that took it: its fencing token, and until when (ms). */
+  readonly lease?: { readonly token: string; readonly expires: number; readonly jobId: string };
 }
 
 interface Worker extends WorkerInfo {
@@ -31,6 +35,7 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
   readonly #workers = new Map<string, Worker>();
   readonly #runs = new Map<string, MemoryRunRow>();
   readonly #cancels = new Set<string>();
+  #tokens = 0;
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -40,30 +45,61 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
     if (!this.#runs.has(run.runId)) this.#runs.set(run.runId, { status: 'queued' });
   }
 
-  async recordTaken(runId: string): Promise<void> {
+  async recordTaken(
+    runId: string,
+    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+  ): Promise<RunLease | null> {
     const row = this.#runs.get(runId);
-    if (row === undefined || row.status === 'queued') this.#runs.set(runId, { status: 'running' });
+    if (row !== undefined && row.status !== 'queued') return null;
+    const token = String(++this.#tokens);
+    const expires = this.#clock.now().getTime() + holder.leaseMs;
+    this.#runs.set(runId, { status: 'running', lease: { token, expires, jobId: holder.jobId } });
+    return { runId, token };
   }
 
   async recordNotStarted(
-    runId: string,
+    lease: RunLease,
     status: 'failed' | 'cancelled',
     error: { readonly code: string; readonly message: string },
   ): Promise<void> {
-    const row = this.#runs.get(runId);
-    if (row !== undefined && OPEN.has(row.status)) this.#runs.set(runId, { status, error: { ...error } });
+    const row = this.#runs.get(lease.runId);
+    if (row !== undefined && OPEN.has(row.status) && row.lease?.token === lease.token)
+      this.#runs.set(lease.runId, { status, error: { ...error } });
   }
 
-  async heartbeat(worker: WorkerInfo): Promise<void> {
+  async heartbeat(worker: WorkerInfo): Promise<boolean> {
     const known = this.#workers.get(worker.id);
     const now = this.#clock.now();
     if (known === undefined) {
       this.#workers.set(worker.id, { ...copy(worker), state: 'running', started: now, lastHeartbeat: now });
-      return;
+      return true;
     }
-    // A worker declared dead or stopped stays so.
-    if (known.state !== 'running') return;
+    // A worker declared dead or stopped stays so: it registers again under a new id.
+    if (known.state !== 'running') return false;
     this.#workers.set(worker.id, { ...known, ...copy(worker), lastHeartbeat: now });
+    return true;
+  }
+
+  async renewLeases(
+    _workerId: string,
+    leases: readonly RunLease[],
+    leaseMs: number,
+  ): Promise<readonly string[]> {
+    const renewed: string[] = [];
+    const now = this.#clock.now().getTime();
+    const expires = now + leaseMs;
+    for (const lease of leases) {
+      const row = this.#runs.get(lease.runId);
+      if (row?.lease?.token !== lease.token) continue;
+      // An expired lease is lost even before a reaper marks its run; an ended run is held.
+      if (row.status !== 'running' || row.lease.expires < now) {
+        if (row.status !== 'interrupted' && !OPEN.has(row.status)) renewed.push(lease.runId);
+        continue;
+      }
+      this.#runs.set(lease.runId, { ...row, lease: { ...row.lease, expires } });
+      renewed.push(lease.runId);
+    }
+    return renewed;
   }
 
   async stopped(workerId: string): Promise<void> {
@@ -86,18 +122,16 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
       }));
   }
 
-  async reapDeadWorkers(deadAfterMs: number): Promise<readonly string[]> {
-    const limit = this.#clock.now().getTime() - deadAfterMs;
-    const interrupted: string[] = [];
-    for (const worker of this.#workers.values()) {
-      if (worker.state !== 'running' || worker.lastHeartbeat.getTime() >= limit) continue;
-      worker.state = 'dead';
-      for (const runId of worker.runs) {
-        const row = this.#runs.get(runId);
-        if (row === undefined || !OPEN.has(row.status)) continue;
-        this.#runs.set(runId, { status: 'interrupted' });
-        interrupted.push(runId);
-      }
+  async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
+    const now = this.#clock.now().getTime();
+    for (const worker of this.#workers.values())
+      if (worker.state === 'running' && worker.lastHeartbeat.getTime() < now - deadAfterMs)
+        worker.state = 'dead';
+    const interrupted: ReapedRun[] = [];
+    for (const [runId, row] of this.#runs) {
+      if (row.status !== 'running' || row.lease === undefined || row.lease.expires >= now) continue;
+      this.#runs.set(runId, { status: 'interrupted' });
+      interrupted.push({ runId, jobId: row.lease.jobId });
     }
     return interrupted;
   }

@@ -20,19 +20,24 @@ export interface QueueServices {
  */
 export async function openRunQueue(
   dsn: string,
-  options: { readonly onError?: (error: Error) => void } = {},
+  options: {
+    readonly onError?: (error: Error) => void;
+    /** The most connections each pool opens (`control.pool_size`); default 3. */
+    readonly poolSize?: number;
+  } = {},
 ): Promise<QueueServices> {
-  const executor = new PostgresExecutor(dsn, { maxConnections: 2 });
+  const poolSize = options.poolSize ?? 3;
+  const executor = new PostgresExecutor(dsn, { maxConnections: Math.min(2, poolSize) });
   try {
     await applyMigrations(executor);
   } catch (error) {
     await executor.close();
     throw error;
   }
-  const queue = new PgBossRunQueue(dsn, options);
+  const queue = new PgBossRunQueue(dsn, { ...options, poolSize });
   const workers = new PostgresWorkerRegistry(executor);
   // Archives are up to worker.archive_max_mib: their own pool, with time to move them.
-  const cellsDb = new PostgresExecutor(dsn, { maxConnections: 2, timeoutMs: 120_000 });
+  const cellsDb = new PostgresExecutor(dsn, { maxConnections: Math.min(2, poolSize), timeoutMs: 120_000 });
   const cells = new PostgresCellReports(cellsDb);
   return {
     queue,

@@ -8,6 +8,14 @@ export const QUEUE_SCHEMA = 'fabric_queue';
 // expires anyway is failed, never retried (its run is judged by the control plane, not the job).
 const EXPIRE_IN_SECONDS = 23 * 60 * 60;
 
+// Jobs of our queues taken (active) for a while whose run no worker recorded as taken.
+const ORPHANS = `
+select j.id, j.name, j.data from ${QUEUE_SCHEMA}.job j
+join control.runs r on r.id = j.data->>'runId'
+where j.state = 'active' and j.name like 'fabric-run-%' and r.status = 'queued'
+  and j.started_on < now() - make_interval(secs => $1::double precision)
+limit 100`;
+
 /** One queue per specialist, so a worker takes only what it can run (`--specialists`). */
 export function queueNameOf(specialist: string): string {
   return `fabric-run-${specialist}`;
@@ -23,11 +31,14 @@ export class PgBossRunQueue implements RunQueue {
   readonly #prepared = new Set<string>();
   #started: Promise<unknown> | undefined;
 
-  constructor(dsn: string, options: { readonly onError?: (error: Error) => void } = {}) {
+  constructor(
+    dsn: string,
+    options: { readonly onError?: (error: Error) => void; readonly poolSize?: number } = {},
+  ) {
     this.#boss = new PgBoss({
       connectionString: dsn,
       schema: QUEUE_SCHEMA,
-      max: 3,
+      max: options.poolSize ?? 3,
       schedule: false,
       // Maintenance (expiring, archiving) runs in whichever process holds pg-boss's lock.
       supervise: true,
@@ -88,6 +99,27 @@ export class PgBossRunQueue implements RunQueue {
     const name = queueNameOf(taken.run.specialist);
     if (outcome === 'ended') await this.#boss.complete(name, taken.jobId);
     else await this.#boss.fail(name, taken.jobId, { reason: 'the run could not start' });
+  }
+
+  async requeueOrphans(olderThanMs: number): Promise<readonly string[]> {
+    if (this.#started === undefined) return [];
+    await this.#started;
+    // Read-only on pg-boss's own table (its job state and start time): its API has no query
+    // for "active since". The failing and the sending again go through its API.
+    const { rows } = (await this.#boss.getDb().executeSql(ORPHANS, [olderThanMs / 1000])) as {
+      rows: { id: string; name: string; data: QueuedRun }[];
+    };
+    const requeued: string[] = [];
+    for (const job of rows) {
+      const failed = (await this.#boss.fail(job.name, job.id, {
+        reason: 'taken by no worker (the answer of its fetch was lost); sent again',
+      })) as unknown as { affected?: number } | undefined;
+      // Another reaper got there first.
+      if ((failed?.affected ?? 0) === 0) continue;
+      await this.#boss.send(job.name, job.data, { retryLimit: 0, expireInSeconds: EXPIRE_IN_SECONDS });
+      requeued.push(job.data.runId);
+    }
+    return requeued;
   }
 
   async close(): Promise<void> {

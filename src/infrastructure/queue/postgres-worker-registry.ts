@@ -1,5 +1,7 @@
 import type {
   QueuedRun,
+  ReapedRun,
+  RunLease,
   WorkerInfo,
   WorkerRegistry,
   WorkerRow,
@@ -19,21 +21,23 @@ interface RawWorker {
   last_heartbeat: Date | string;
 }
 
-// Runs of a dead worker are `interrupted` in one statement: the worker goes `dead` and its
-// runs still `running` (or taken and not started: their row still says `queued`) follow.
+// Silent workers go `dead`, and every run whose lease expired goes `interrupted`, in one
+// statement on the database's clock (a data-modifying CTE runs whether or not it is read). The lease, not the worker's list of runs, decides: a run
+// taken a moment before its worker died is on no heartbeat yet, but its lease is on its row.
 const REAP = `
 with dead as (
   update control.workers set state = 'dead'
   where state = 'running' and last_heartbeat < now() - make_interval(secs => $1::double precision)
-  returning runs
+  returning id
 )
-update control.runs set status = 'interrupted', updated_at = now()
-where status in ('running', 'queued')
-  and id in (select jsonb_array_elements_text(runs) from dead)
-returning id`;
+update control.runs set status = 'interrupted', ended_at = coalesce(ended_at, now()), updated_at = now(),
+  error = coalesce(error, jsonb_build_object('code', 'run_interrupted',
+    'message', 'Its worker stopped renewing its lease (died, or cut off from the database).'))
+where status = 'running' and lease_expires is not null and lease_expires < now()
+returning id, lease_job`;
 
 /**
- * The workers and the queue-side states of runs, in the control schema (migration 5). Every
+ * The workers and the queue-side states of runs, in the control schema (migrations 5 and 9). Every
  * time is the database's `now()`, so the hosts' clocks need not agree.
  */
 export class PostgresWorkerRegistry implements WorkerRegistry {
@@ -51,35 +55,49 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     );
   }
 
-  async recordTaken(runId: string): Promise<void> {
+  async recordTaken(
+    runId: string,
+    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+  ): Promise<RunLease | null> {
     // The mirror fills in the rest from run_start; it never changes a status before run_end.
-    await this.#db.query(
-      `insert into control.runs (id, status) values ($1, 'running')
-       on conflict (id) do update set status = 'running', updated_at = now()
-       where control.runs.status = 'queued'`,
-      [runId],
+    const rows = await this.#db.query<{ token: string | number }>(
+      `insert into control.runs as t (id, status, lease_worker, lease_token, lease_expires, lease_job)
+       values ($1, 'running', $2, nextval('control.run_lease_seq'),
+         now() + make_interval(secs => $3::double precision), $4)
+       on conflict (id) do update set status = 'running', updated_at = now(),
+         lease_worker = excluded.lease_worker, lease_token = excluded.lease_token,
+         lease_expires = excluded.lease_expires, lease_job = excluded.lease_job
+       where t.status = 'queued'
+       returning lease_token::text as token`,
+      [runId, holder.workerId, holder.leaseMs / 1000, holder.jobId],
     );
+    const token = rows[0]?.token;
+    return token === undefined ? null : { runId, token: String(token) };
   }
 
   async recordNotStarted(
-    runId: string,
+    lease: RunLease,
     status: 'failed' | 'cancelled',
     error: { code: string; message: string },
   ): Promise<void> {
     await this.#db.query(
-      `update control.runs set status = $2, error = $3::text::jsonb, ended_at = now(), updated_at = now()
-       where id = $1 and status in ('queued', 'running')`,
-      [runId, status, jsonParam(error)],
+      `update control.runs set status = $3, error = $4::text::jsonb, ended_at = now(), updated_at = now(),
+         lease_expires = null
+       where id = $1 and lease_token = $2::bigint and status in ('queued', 'running')`,
+      [lease.runId, lease.token, status, jsonParam(error)],
     );
   }
 
-  async heartbeat(worker: WorkerInfo): Promise<void> {
-    await this.#db.query(
-      `insert into control.workers (id, host, pid, specialists, concurrency, runs)
+  async heartbeat(worker: WorkerInfo): Promise<boolean> {
+    // A worker the others declared dead (or one that stopped) is not revived under its old id:
+    // its leases are gone, and it registers again as a new worker.
+    const rows = await this.#db.query<{ state: string }>(
+      `insert into control.workers as w (id, host, pid, specialists, concurrency, runs)
        values ($1, $2, $3, $4::text::jsonb, $5, $6::text::jsonb)
        on conflict (id) do update set runs = excluded.runs, last_heartbeat = now(),
          specialists = excluded.specialists, concurrency = excluded.concurrency
-       where control.workers.state = 'running'`,
+       where w.state = 'running'
+       returning state`,
       [
         worker.id,
         worker.host,
@@ -89,6 +107,32 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
         jsonParam(worker.runs),
       ],
     );
+    return rows.length > 0;
+  }
+
+  async renewLeases(
+    workerId: string,
+    leases: readonly RunLease[],
+    leaseMs: number,
+  ): Promise<readonly string[]> {
+    if (leases.length === 0) return [];
+    // A run that ended by its own run_end is still this worker's job (a battery cell's checks
+    // run after it): held. One interrupted, or another take's, is lost.
+    const rows = await this.#db.query<{ id: string }>(
+      `update control.runs as t set lease_expires = now() + make_interval(secs => $2::double precision),
+         lease_worker = $3
+       from jsonb_to_recordset($1::text::jsonb) as l(run_id text, token bigint)
+       where t.id = l.run_id and t.lease_token = l.token
+         and (t.status = 'running' and t.lease_expires > now()
+           or t.status in ('succeeded', 'failed', 'max_steps', 'cancelled'))
+       returning t.id`,
+      [
+        jsonParam(leases.map((lease) => ({ run_id: lease.runId, token: lease.token }))),
+        leaseMs / 1000,
+        workerId,
+      ],
+    );
+    return rows.map((row) => row.id);
   }
 
   async stopped(workerId: string): Promise<void> {
@@ -111,9 +155,9 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     }));
   }
 
-  async reapDeadWorkers(deadAfterMs: number): Promise<readonly string[]> {
-    const rows = await this.#db.query<{ id: string }>(REAP, [deadAfterMs / 1000]);
-    return rows.map((row) => row.id);
+  async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
+    const rows = await this.#db.query<{ id: string; lease_job: string | null }>(REAP, [deadAfterMs / 1000]);
+    return rows.map((row) => ({ runId: row.id, jobId: row.lease_job }));
   }
 
   async requestCancel(runId: string): Promise<void> {

@@ -43,6 +43,8 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   const runs = fabric.runReadModel({
     live: liveRuns(hub),
     control: 'queue',
+    // The list has the runs workers ran (their runlogs are on their hosts) and the queued ones.
+    listControlRuns: true,
     controlRowDecides: true,
     liveness,
   });

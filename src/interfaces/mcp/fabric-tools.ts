@@ -35,7 +35,7 @@ const RUN_RESULT_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
     run_id: { type: 'string' },
-    status: { type: 'string', enum: ['succeeded', 'failed', 'max_steps', 'cancelled'] },
+    status: { type: 'string', enum: ['succeeded', 'failed', 'max_steps', 'cancelled', 'interrupted'] },
     payload: nullable('object'),
     error: nullable('object'),
     model: { type: 'string' },

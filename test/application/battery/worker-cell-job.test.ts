@@ -161,4 +161,67 @@ describe('a battery cell queued for the workers', () => {
       },
     ]);
   });
+
+  /** A queued cell executor whose runs' rows say what `statusOf` says; the outcome of `reportFor`. */
+  function requeueing(statusOf: (runId: string) => string, reportFor: (runId: string) => CellOutcome | null) {
+    const queued: QueuedRun[] = [];
+    let minted = 0;
+    const executor = new QueuedCellExecutor(
+      {
+        queue: {
+          queue: { enqueue: async (run) => void queued.push(run) },
+          workers: { recordQueued: async () => {}, requestCancel: async () => {} },
+          cells: { putArchive: async () => {}, outcome: async (runId) => reportFor(runId) },
+        },
+        runs: {
+          getRun: async (id) =>
+            ({ id, status: statusOf(id), steps: 2, total_tokens: 40, error: null }) as never,
+        },
+        newRunId: () => `run-${++minted}`,
+        clock: { now: () => new Date() },
+      },
+      'rust',
+      'bat-1',
+    );
+    const work = {
+      cell: { task: 'contains', model: 'lab/alpha-7b', repeat: 1 },
+      spec: SPEC,
+      maxSteps: undefined,
+      tags: { battery: 'bat-1' },
+      hasWorkspace: true,
+    };
+    return { queued, execute: () => executor.execute(work, new AbortController().signal) };
+  }
+
+  it("puts a cell whose worker died back on the queue once, as a new run, and takes that run's outcome", async () => {
+    const reported: CellOutcome = {
+      kind: 'ran',
+      run: { run_id: 'run-2', status: 'succeeded', steps: 3, tokens: 80, error: null },
+      checks: [{ check: 'status', outcome: 'passed', message: 'the run succeeded' }],
+    };
+    const cell = requeueing(
+      (id) => (id === 'run-1' ? 'interrupted' : 'running'),
+      (id) => (id === 'run-2' ? reported : null),
+    );
+    expect(await cell.execute()).toEqual(reported);
+    expect(cell.queued.map((run) => run.runId)).toEqual(['run-1', 'run-2']);
+    expect(cell.queued[1]).toMatchObject({ task: SPEC.task, cell: { archive: 'bat-1', spec: SPEC } });
+  });
+
+  it('fails a cell whose worker died twice, naming both runs, and queues it no third time', async () => {
+    const cell = requeueing(
+      () => 'interrupted',
+      () => null,
+    );
+    const outcome = await cell.execute();
+    expect(outcome).toMatchObject({
+      kind: 'ran',
+      run: {
+        run_id: 'run-2',
+        status: 'failed',
+        error: 'the run was interrupted twice, its worker stopped heartbeating each time (runs run-1, run-2)',
+      },
+    });
+    expect(cell.queued).toHaveLength(2);
+  });
 });

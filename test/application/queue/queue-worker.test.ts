@@ -160,7 +160,7 @@ describe('QueueWorker', () => {
     expect(h.lines).toContain('run r1 could not start: No model "x" anywhere.');
   });
 
-  it("marks a dead worker's runs interrupted, and not its own", async () => {
+  it("marks the runs of a dead worker's expired leases interrupted, and not its own", async () => {
     const h = harness({ deadAfterMs: 30_000 });
     await h.registry.heartbeat({
       id: 'w-dead',
@@ -168,22 +168,38 @@ describe('QueueWorker', () => {
       pid: 7,
       specialists: ['units'],
       concurrency: 1,
-      runs: ['old'],
+      runs: [],
     });
-    await h.registry.recordTaken('old');
+    // Taken a moment before its worker died: on no heartbeat's list, but its lease is on its row.
+    await h.registry.heartbeat({
+      id: 'w-dead',
+      host: 'host-b',
+      pid: 7,
+      specialists: ['units'],
+      concurrency: 1,
+      runs: [],
+    });
+    expect(await h.registry.recordTaken('old', { workerId: 'w-dead', leaseMs: 30_000, jobId: 'j' })).toEqual({
+      runId: 'old',
+      token: '1',
+    });
     await h.queue.enqueue(queued('r1'));
     void h.start();
     await until('r1 started', () => h.task.started.length === 1);
     await h.heartbeats(3);
     expect(h.registry.run('old')?.status).toBe('running');
 
-    h.clock.advance(31_000);
+    // Time passes with this worker beating (renewing its own lease) and w-dead silent.
+    for (let step = 0; step < 4; step++) {
+      h.clock.advance(8_000);
+      await h.heartbeats(2);
+    }
     await until('old interrupted', () => h.registry.run('old')?.status === 'interrupted');
     expect(h.registry.run('r1')?.status).toBe('running');
     const rows = await h.registry.list();
     expect(rows.find((row) => row.id === 'w-dead')?.state).toBe('dead');
     expect(rows.find((row) => row.id === 'w-1')?.state).toBe('running');
-    expect(h.lines).toContain('marked 1 run of dead workers interrupted: old');
+    expect(h.lines).toContain('marked 1 run whose lease expired interrupted: old');
   });
 
   it('cancels its runs on shutdown and waits for them to end', async () => {
@@ -214,7 +230,8 @@ describe('QueueWorker', () => {
     const heartbeat = registry.heartbeat.bind(registry);
     registry.heartbeat = (worker) => (down ? fault() : heartbeat(worker));
     const cancelRequested = registry.cancelRequested.bind(registry);
-    registry.cancelRequested = (runIds) => (down ? fault() : cancelRequested(runIds));
+    // As the Postgres registry does: an empty list is answered without the database.
+    registry.cancelRequested = (runIds) => (down && runIds.length > 0 ? fault() : cancelRequested(runIds));
     const reap = registry.reapDeadWorkers.bind(registry);
     registry.reapDeadWorkers = (ms) => (down ? fault() : reap(ms));
     await queue.enqueue(queued('r1'));
@@ -224,8 +241,67 @@ describe('QueueWorker', () => {
       'could not write the heartbeat: connection refused',
     ]);
     expect(h.task.started).toEqual([]);
+    // Nothing reached the database: it is not said to answer.
+    expect(h.lines).not.toContain('the queue database answers again');
     down = false;
     await until('r1 started', () => h.task.started.length === 1);
-    expect(h.lines).toContain('the queue database answers again');
+    await until('said to answer again', () => h.lines.includes('the queue database answers again'));
+  });
+
+  it('stops a run whose lease it cannot renew for deadAfterMs, as interrupted, without the database', async () => {
+    let now = 0;
+    const h = harness({ deadAfterMs: 1_000, now: () => now });
+    await h.queue.enqueue(queued('r1'));
+    void h.start();
+    await until('r1 started', () => h.task.started.length === 1);
+    const renew = h.registry.renewLeases.bind(h.registry);
+    // The database stops answering renewals (and everything else): the worker alone must act.
+    h.registry.renewLeases = () => new Promise(() => {});
+    h.registry.heartbeat = () => new Promise(() => {});
+    // Stopped two heartbeats (5 ms each here) before the lease can expire.
+    now = 985;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(h.task.started[0]?.request.signal.aborted).toBe(false);
+    now = 991;
+    expect(await h.task.byId('r1').ended).toBe('cancelled');
+    const reason = h.task.byId('r1').request.signal.reason as Error;
+    expect(reason.name).toBe('RunInterruption');
+    expect(reason.message).toMatch(/lease could not be renewed before it expires \(worker.dead_after_s 1 s/);
+    expect(h.lines).toContain(
+      'run r1 stopped: its lease could not be renewed before it expires (worker.dead_after_s 1 s: the queue database is out of reach); it is interrupted',
+    );
+    h.registry.renewLeases = renew;
+  });
+
+  it('stops a run at once when its lease was lost', async () => {
+    const h = harness({ deadAfterMs: 30_000 });
+    await h.queue.enqueue(queued('r1'));
+    void h.start();
+    await until('r1 started', () => h.task.started.length === 1);
+    // Reaped while the worker was away: the row says interrupted, the lease no longer holds.
+    h.clock.advance(31_000);
+    await h.registry.reapDeadWorkers(60_000);
+    expect(h.registry.run('r1')?.status).toBe('interrupted');
+    await h.task.byId('r1').ended;
+    expect((h.task.byId('r1').request.signal.reason as Error).name).toBe('RunInterruption');
+    expect(h.lines.some((line) => line.startsWith('run r1 stopped: its lease was lost'))).toBe(true);
+  });
+
+  it('registers again under a new id after being declared dead', async () => {
+    const h = harness({ deadAfterMs: 30_000 });
+    void h.start();
+    await h.heartbeats(2);
+    h.clock.advance(31_000);
+    // Another process reaps before this worker's next beat.
+    const heartbeat = h.registry.heartbeat;
+    h.registry.heartbeat = async () => true;
+    await h.registry.reapDeadWorkers(30_000);
+    h.registry.heartbeat = heartbeat;
+    await until('a new registration', async () =>
+      (await h.registry.list()).some((row) => row.id === 'w-1-2' && row.state === 'running'),
+    );
+    expect((await h.registry.list()).find((row) => row.id === 'w-1')?.state).toBe('dead');
+    expect(h.worker.id).toBe('w-1-2');
+    expect(h.lines).toContain('w-1 was declared dead while out of reach; registering again as w-1-2');
   });
 });

@@ -89,4 +89,26 @@ describe('queuedRunControl', () => {
     ).toBeNull();
     expect(await queuedRunControl({ queueOn: async () => true, control: async () => null }, 'r1')).toBeNull();
   });
+
+  it('waits for a gap in the events to fill before going on, in order', async () => {
+    const { state, store } = controlPlane();
+    state.events.push(event(1, 'run_start'), event(4, 'tool_result'));
+    const follower = follow(store);
+    await until('event 1', () => follower.sent.length === 1);
+    await until('a few polls past the gap', () => state.reads.length > 5);
+    expect(follower.sent).toEqual([1]);
+    // The backfill writes the lost rows back.
+    state.events.push(event(2, 'model_turn'), event(3, 'tool_call'), event(5, 'run_end'));
+    state.events.sort((a, b) => a.seq - b.seq);
+    await until('the end', () => follower.isEnded());
+    expect(follower.sent).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('goes past a gap that never fills, after a bound', async () => {
+    const { state, store } = controlPlane();
+    state.events.push(event(1, 'run_start'), event(3, 'run_end'));
+    const follower = follow(store);
+    await until('the end', () => follower.isEnded());
+    expect(follower.sent).toEqual([1, 3]);
+  });
 });

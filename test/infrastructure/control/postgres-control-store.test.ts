@@ -154,7 +154,9 @@ describe('applyMigrations', () => {
     const stores = [new PostgresControlStore(fresh.dsn), new PostgresControlStore(fresh.dsn)];
     try {
       const reports = await Promise.all(stores.map((store) => store.migrate()));
-      expect(reports.flatMap((report) => report.applied).sort()).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(reports.flatMap((report) => report.applied).sort((a, b) => a - b)).toEqual(
+        MIGRATIONS.map((m) => m.version),
+      );
     } finally {
       for (const store of stores) await store.close();
       await fresh.drop();

@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
+import { startTcpProxy } from '../../support/tcp-proxy.ts';
 import { PostgresControlStore } from '../../../src/infrastructure/control/postgres-control-store.ts';
 import { type QueueServices, openRunQueue } from '../../../src/infrastructure/queue/open-run-queue.ts';
 import { createTestDatabase } from '../control/pg-test-db.ts';
@@ -39,36 +41,130 @@ describe('the Postgres run queue and worker registry', () => {
     for (const job of [...first, ...second]) await a.queue.settle(job, 'ended');
   });
 
-  it('lists workers by heartbeat and marks the runs of a silent one interrupted, once', async () => {
+  it('leases a taken run with a growing token, renews it, and reaps it once it expires', async () => {
     const { workers } = await open();
     const store = new PostgresControlStore(db.dsn);
     try {
       await workers.recordQueued({ runId: 'r-live', specialist: 'units', task: 'a' });
       await workers.recordQueued({ runId: 'r-dead', specialist: 'units', task: 'b' });
-      await workers.recordTaken('r-dead');
+      const live = await workers.recordTaken('r-live', { workerId: 'w1', leaseMs: 60_000, jobId: 'j1' });
+      const dead = await workers.recordTaken('r-dead', { workerId: 'w2', leaseMs: 20, jobId: 'j2' });
+      if (live === null || dead === null) throw new Error('a queued run was not leased');
+      expect(BigInt(dead.token)).toBeGreaterThan(BigInt(live.token));
+      // Taken once: a second take of the same run finds it no longer queued.
+      expect(
+        await workers.recordTaken('r-dead', { workerId: 'w1', leaseMs: 60_000, jobId: 'j2' }),
+      ).toBeNull();
       expect((await store.getRun('r-dead'))?.status).toBe('running');
-      expect((await store.getRun('r-live'))?.status).toBe('queued');
       const worker = {
         id: 'w1',
         host: 'box',
         pid: 42,
         specialists: ['units'],
         concurrency: 2,
-        runs: ['r-dead'],
+        runs: ['r-live'],
       };
-      await workers.heartbeat(worker);
+      expect(await workers.heartbeat(worker)).toBe(true);
       expect(await workers.list()).toMatchObject([
-        { id: 'w1', host: 'box', state: 'running', runs: ['r-dead'] },
+        { id: 'w1', host: 'box', state: 'running', runs: ['r-live'] },
       ]);
-      expect(await workers.reapDeadWorkers(60_000)).toEqual([]);
+      // w2 never heartbeat (it died right after taking): its run's lease alone decides.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(await workers.reapDeadWorkers(10)).toEqual(['r-dead']);
+      expect(await workers.renewLeases('w1', [live, dead], 60_000)).toEqual(['r-live']);
+      expect(await workers.reapDeadWorkers(60_000)).toEqual([{ runId: 'r-dead', jobId: 'j2' }]);
+      expect(await workers.reapDeadWorkers(60_000)).toEqual([]);
+      expect(await store.getRun('r-dead')).toMatchObject({
+        status: 'interrupted',
+        error: { code: 'run_interrupted' },
+      });
+      expect((await store.getRun('r-live'))?.status).toBe('running');
+      // A lease that was reaped is not renewed again.
+      expect(await workers.renewLeases('w2', [dead], 60_000)).toEqual([]);
+      // A silent worker is dead, and does not come back under its id.
       expect(await workers.reapDeadWorkers(10)).toEqual([]);
-      expect((await store.getRun('r-dead'))?.status).toBe('interrupted');
-      expect((await store.getRun('r-live'))?.status).toBe('queued');
       expect((await workers.list())[0]?.state).toBe('dead');
+      expect(await workers.heartbeat(worker)).toBe(false);
     } finally {
       await store.close();
+    }
+  });
+
+  it("refuses a fenced writer's events and run_end once its lease is gone", async () => {
+    const { workers } = await open();
+    const writer = new PostgresControlStore(db.dsn);
+    const reader = new PostgresControlStore(db.dsn);
+    try {
+      await workers.recordQueued({ runId: 'r1', specialist: 'units', task: 'a' });
+      const lease = await workers.recordTaken('r1', { workerId: 'w1', leaseMs: 20, jobId: 'j1' });
+      if (lease === null) throw new Error('not leased');
+      writer.fence('r1', lease.token);
+      const start = event('r1', 1, 'run_start', {
+        specialist: 'units',
+        task: 'a',
+        model: 'm',
+        backend: 'lm_studio',
+      });
+      expect((await writer.write({ events: [start], modelCalls: [] })).events).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await workers.reapDeadWorkers(60_000)).map((run) => run.runId)).toEqual(['r1']);
+      // The zombie's backlog: a later event and a run_end that would say succeeded.
+      const late = await writer.write({
+        events: [event('r1', 2, 'tool_call', { name: 'x' }), end('r1', 3, 'succeeded')],
+        modelCalls: [],
+      });
+      expect(late.events).toBe(0);
+      expect((await reader.getRun('r1'))?.status).toBe('interrupted');
+      expect((await reader.runEvents('r1')).map((e) => e.seq)).toEqual([1]);
+      // A writer that holds the current lease writes as before.
+      await workers.recordQueued({ runId: 'r2', specialist: 'units', task: 'b' });
+      const second = await workers.recordTaken('r2', { workerId: 'w1', leaseMs: 60_000, jobId: 'j2' });
+      if (second === null) throw new Error('not leased');
+      writer.fence('r2', second.token);
+      expect((await writer.write({ events: [end('r2', 1, 'succeeded')], modelCalls: [] })).events).toBe(1);
+      expect((await reader.getRun('r2'))?.status).toBe('succeeded');
+      // Ended by its own run_end, the run is still held (a cell's checks run after it); reaped, lost.
+      expect(await workers.renewLeases('w1', [second, lease], 60_000)).toEqual(['r2']);
+      // A stale token (an older take) is refused too.
+      writer.fence('r2', lease.token);
+      expect((await writer.write({ events: [event('r2', 2, 'tool_call', {})], modelCalls: [] })).events).toBe(
+        0,
+      );
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+
+  it('sends again a job whose fetch answer was lost, so its run is not queued for ever', async () => {
+    const { workers } = await open();
+    const target = new URL(db.dsn);
+    const proxy = await startTcpProxy({
+      target: { host: target.hostname, port: Number(target.port || 5432) },
+    });
+    const cut = await openRunQueue(db.dsn.replace(`:${target.port || 5432}/`, `:${proxy.port}/`));
+    const reaper = await open();
+    try {
+      await cut.queue.prepare(['units']);
+      await workers.recordQueued({ runId: 'r-lost', specialist: 'units', task: 'a' });
+      await reaper.queue.enqueue({ runId: 'r-lost', specialist: 'units', task: 'a' });
+      // The fetch reaches Postgres, which takes the job; its answer never comes back.
+      proxy.arm({ kind: 'cut_at_byte', direction: 'to_client', at: 0 });
+      expect(await cut.queue.take(['units'], 1)).toEqual([]);
+      expect(proxy.fired).toBe(true);
+      expect(await reaper.queue.take(['units'], 1)).toEqual([]);
+      // Not before the bound (a worker between its fetch and its lease), and once after it.
+      expect(await reaper.queue.requeueOrphans?.(60_000)).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await reaper.queue.requeueOrphans?.(10)).toEqual(['r-lost']);
+      expect(await reaper.queue.requeueOrphans?.(10)).toEqual([]);
+      const again = await reaper.queue.take(['units'], 1);
+      expect(again.map((job) => job.run)).toEqual([{ runId: 'r-lost', specialist: 'units', task: 'a' }]);
+      expect(
+        await workers.recordTaken('r-lost', { workerId: 'w', leaseMs: 60_000, jobId: again[0]!.jobId }),
+      ).not.toBeNull();
+    } finally {
+      await cut.close();
+      await proxy.close();
     }
   });
 
@@ -80,7 +176,15 @@ describe('the Postgres run queue and worker registry', () => {
       await workers.requestCancel('r1');
       await workers.requestCancel('r1');
       expect(await workers.cancelRequested(['r0', 'r1'])).toEqual(['r1']);
-      await workers.recordNotStarted('r1', 'cancelled', {
+      const lease = await workers.recordTaken('r1', { workerId: 'w1', leaseMs: 60_000, jobId: 'j1' });
+      if (lease === null) throw new Error('not leased');
+      // A stale lease changes nothing.
+      await workers.recordNotStarted({ runId: 'r1', token: '0' }, 'failed', {
+        code: 'internal',
+        message: 'x',
+      });
+      expect((await store.getRun('r1'))?.status).toBe('running');
+      await workers.recordNotStarted(lease, 'cancelled', {
         code: 'run_cancelled',
         message: 'before it started',
       });
@@ -93,3 +197,18 @@ describe('the Postgres run queue and worker registry', () => {
     }
   });
 });
+
+function event(runId: string, seq: number, kind: string, body: Record<string, unknown>): RunEvent {
+  return { v: 1, run_id: runId, seq, kind, ts: new Date().toISOString(), ...body } as unknown as RunEvent;
+}
+
+function end(runId: string, seq: number, status: string): RunEvent {
+  return event(runId, seq, 'run_end', {
+    status,
+    payload: null,
+    error: null,
+    steps: 1,
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    duration_ms: 5,
+  });
+}

@@ -106,6 +106,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     case 'max_steps':
       return EXIT.maxSteps;
     case 'cancelled':
+    case 'interrupted':
       return EXIT.cancelled;
     case 'failed':
       return exitCodeForFailedRun(result.error);

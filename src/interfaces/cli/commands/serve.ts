@@ -1,6 +1,7 @@
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { createFabric } from '../../../composition/fabric.ts';
+import { startQueueReaper } from '../../../composition/worker.ts';
 import { createApp } from '../../http/app.ts';
 import { isLoopbackHost } from '../../http/auth.ts';
 import { BatteryHub } from '../../http/battery-hub.ts';
@@ -88,10 +89,13 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
     throw listenFailed(error, host, port);
   }
   log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
+  // With the queue, the server reaps too: a dead worker's runs end with no live worker left.
+  const stopReaper = startQueueReaper(fabric, log);
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
     else io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
+  stopReaper();
   const live = hub.list().length;
   log(`stopping${live > 0 ? `: cancelling ${plural(live, 'run')} in progress` : ''}`);
   // A cancelled battery records where it stopped: its cells not done stay resumable.

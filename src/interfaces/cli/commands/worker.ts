@@ -10,7 +10,9 @@ export const WORKER_HELP = `Usage: fabric worker [--concurrency N] [--specialist
 Takes runs queued in Postgres (queue: postgres, FABRIC_DSN) and runs them, until Ctrl-C or
 SIGTERM. Each run writes its runlog on this host and is mirrored, event by event, to the control
 plane, where \`fabric serve\` streams it. The worker heartbeats; a worker whose heartbeat stops
-has its runs marked interrupted by the server or the other workers (never run again).
+has its runs marked interrupted by the server or the other workers (never run again)
+once their leases expire (worker.dead_after_s). A worker cut off from the database for that
+long stops its runs itself (interrupted), and comes back under a new id.
 
 SIGTERM / Ctrl-C: stop taking runs, cancel the runs in progress (each writes run_end, status
 cancelled), report the worker stopped, exit 0.

@@ -57,11 +57,14 @@ const PAGE_HEADERS = {
  */
 export function viewerRoutes(deps: ViewerDeps): Hono {
   const { fabric, hub, token, nav } = deps;
-  // The runs this server runs and the runlogs: the viewer does not read the control plane.
+  // The runs this server runs and the runlogs; with the queue on, also the runs queued for and
+  // run by workers, from the control plane (their runlogs are on the workers' hosts).
   const index = new RunIndex(
     fabric.runReadModel({
       live: liveRuns(hub),
-      control: 'never',
+      control: 'queue',
+      listControlRuns: true,
+      controlRowDecides: true,
       liveness: deps.liveness,
       cacheEnded: VIEWER_CACHED_RUNS,
     }),
