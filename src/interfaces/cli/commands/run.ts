@@ -71,11 +71,18 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   // One run, then exit: the embedded control database is not booted for it; whoever opens it
   // next writes the run in from its runlog (a Postgres store is mirrored to live).
   const style = styleFor(io.stderr, io.env);
-  // One process, one run: the process-wide notice (once per outage) is the run's one notice.
+  // One process, one run: the process-wide notice (once per outage) is the run's one notice, so a
+  // message the run also hears (the control plane's) is printed once.
+  const said = new Set<string>();
+  const say = (message: string, paint: (text: string) => string) => {
+    if (said.has(message)) return;
+    said.add(message);
+    io.stderr.write(paint(`${message}\n`));
+  };
   const fabric = createFabric(config, {
     lifetime: 'one_shot',
     // The messages name the control plane themselves.
-    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
+    onDegraded: (message) => say(message, style.yellow),
   });
   const result = await fabric
     .run({
@@ -90,7 +97,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       ],
       signal: io.signal,
       // A wait worth telling before the run starts: a llama-server loading its model, a busy workspace.
-      onNotice: (message) => io.stderr.write(style.dim(`${message}\n`)),
+      onNotice: (message) => say(message, style.dim),
     })
     // Writes what the mirror still holds (bounded) and closes the control store, however the run went.
     .finally(() => fabric.close());
