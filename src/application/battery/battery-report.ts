@@ -61,11 +61,48 @@ export function pairId(task: string, model: string): string {
   return `${task}\u0000${model}`;
 }
 
-/** The per-model table's rows. */
-export function modelRows(models: readonly ModelSummary[]): string[][] {
+/** A share as a whole percentage; `–` for none. */
+export function percent(value: number | null): string {
+  return value === null ? '–' : `${Math.round(value * 100)}%`;
+}
+
+/** The 95% Wilson interval as `35–88%`; `–` when no cell counts. */
+export function intervalText(model: Pick<ModelSummary, 'interval'>): string {
+  const { interval } = model;
+  return interval === null ? '–' : `${Math.round(interval.low * 100)}–${Math.round(interval.high * 100)}%`;
+}
+
+/**
+ * A model's scores over repeats in one line (SPEC §12.1): pass@1 with its 95% interval, and with
+ * more than one repeat pass^k and the flip rate.
+ */
+export function scoresLine(model: ModelSummary, repeat: number): string {
+  const parts = [`pass@1 ${percent(model.pass_at_1)} (95% CI ${intervalText(model)})`];
+  if (repeat > 1)
+    parts.push(`pass^${repeat} ${percent(model.pass_hat_k)}`, `flip rate ${percent(model.flip_rate)}`);
+  return parts.join(' · ');
+}
+
+/** The per-model table's head, for `repeat` repeats. */
+export function modelHead(repeat: number): string[] {
+  return [
+    'model',
+    'passed',
+    '95% CI',
+    ...(repeat > 1 ? [`pass^${repeat}`, 'flip rate'] : []),
+    'median steps',
+    'median time',
+    'tokens',
+  ];
+}
+
+/** The per-model table's rows, for `repeat` repeats (columns as `modelHead`). */
+export function modelRows(models: readonly ModelSummary[], repeat: number): string[][] {
   return models.map((m) => [
     m.model,
     `${m.passed}/${m.total} (${Math.round(m.pass_rate * 100)}%)`,
+    intervalText(m),
+    ...(repeat > 1 ? [percent(m.pass_hat_k), percent(m.flip_rate)] : []),
     m.median_steps === null ? '–' : String(m.median_steps),
     m.median_seconds === null ? '–' : `${m.median_seconds} s`,
     String(m.tokens),
@@ -107,7 +144,9 @@ ${table(['task', ...plan.models.map((m) => `\`${m}\``)], matrixRows)}
 
 ## Per model
 
-${table(['model', 'passed', 'median steps', 'median time', 'tokens'], modelRows(summary.models))}
+${table(modelHead(plan.repeat), modelRows(summary.models, plan.repeat))}
+
+pass@1: the share of cells passed · 95% CI: its Wilson interval${plan.repeat > 1 ? ` · pass^${plan.repeat}: the share of tasks passed on every repeat · flip rate: the share of tasks whose outcome differs between repeats` : ''}
 
 ## Failures
 

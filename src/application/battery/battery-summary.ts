@@ -1,6 +1,7 @@
 /** A battery's result in SPEC §12's `--json` shape: every cell, and per model its scores. */
 import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { cellId, planCells } from './battery-types.ts';
+import { type RepeatScores, repeatScores } from './battery-stats.ts';
 
 /** A cell as `--json` prints it: a `CellResult` without its checks and times. */
 export type CellSummary = Pick<
@@ -18,8 +19,11 @@ export type CellSummary = Pick<
   | 'seconds'
 >;
 
-/** A model's scores: medians over its cells that ran; null when none did. */
-export interface ModelSummary {
+/**
+ * A model's scores: medians over its cells that ran (null when none did); over repeats
+ * (SPEC §12.1), pass@1, pass^k, flip rate and the 95% Wilson interval of its cells done.
+ */
+export interface ModelSummary extends RepeatScores {
   readonly model: string;
   readonly passed: number;
   readonly total: number;
@@ -68,6 +72,7 @@ export function summarizeBattery(
     const mine = cells.filter((cell) => cell.model === model);
     const ran = mine.filter((cell) => cell.run_id !== null);
     const passed = mine.filter((cell) => cell.passed).length;
+    const scored = mine.filter((cell) => byId.has(cellId(cell)));
     return {
       model,
       passed,
@@ -76,6 +81,7 @@ export function summarizeBattery(
       median_steps: median(ran.map((cell) => cell.steps)),
       median_seconds: median(ran.map((cell) => cell.seconds)),
       tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),
+      ...repeatScores(scored),
     };
   });
   return { id: plan.id, name: plan.name, cells, models };

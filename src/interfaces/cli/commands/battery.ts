@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { renderReport } from '../../../application/battery/battery-report.ts';
+import { renderReport, scoresLine } from '../../../application/battery/battery-report.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { openBattery } from '../../../composition/battery.ts';
@@ -42,7 +42,9 @@ Options:
                           a server that has it loaded, else one that lists it.
       --resume ID         run only the cells of battery ID not done yet (after Ctrl-C, or a
                           model that was missing); the id is printed as a battery starts
-      --json              print the result as one JSON object on stdout
+      --json              print the result as one JSON object on stdout; per model with
+                          pass@1, pass^k (tasks passed on every repeat), flip rate (tasks
+                          whose outcome differs between repeats) and a 95% Wilson interval
       --report FILE.md    write a Markdown report: the matrix, per-model pass rate, median
                           steps, tokens and time, and each failure's check and message
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
@@ -117,7 +119,7 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     else {
       for (const model of summary.models) {
         io.stdout.write(
-          `${model.model}: ${model.passed}/${model.total} passed · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}\n`,
+          `${model.model}: ${model.passed}/${model.total} passed · ${scoresLine(model, plan.repeat)} · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}\n`,
         );
       }
     }

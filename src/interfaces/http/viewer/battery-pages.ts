@@ -1,4 +1,5 @@
 import { type ModelSummary, summarizeBattery } from '../../../application/battery/battery-summary.ts';
+import { intervalText, percent } from '../../../application/battery/battery-report.ts';
 import { type CellResult, cellId } from '../../../application/battery/battery-types.ts';
 import type { BatteryRecord } from '../../../application/battery/battery-read-model.ts';
 import { type SafeHtml, html } from './html.ts';
@@ -66,8 +67,8 @@ ${record.status === 'interrupted' ? html`<dt>Resume</dt><dd><code>fabric battery
 </dl>
 <h2 id="models-heading">Models</h2>
 <div class="table-wrap"><table class="models" aria-labelledby="models-heading">
-<thead><tr><th scope="col">Model</th><th scope="col" class="num">Passed</th><th scope="col" class="num">Pass rate</th><th scope="col" class="num">Median steps</th><th scope="col" class="num">Median time</th><th scope="col" class="num">Tokens</th></tr></thead>
-<tbody>${summary.models.map(modelRow)}</tbody>
+<thead><tr><th scope="col">Model</th><th scope="col" class="num">Passed</th><th scope="col" class="num">Pass rate</th><th scope="col" class="num"><abbr title="95% Wilson interval of the pass rate">95% CI</abbr></th>${plan.repeat > 1 ? html`<th scope="col" class="num"><abbr title="the share of tasks passed on every repeat">pass^${plan.repeat}</abbr></th><th scope="col" class="num"><abbr title="the share of tasks whose outcome differs between repeats">Flip rate</abbr></th>` : ''}<th scope="col" class="num">Median steps</th><th scope="col" class="num">Median time</th><th scope="col" class="num">Tokens</th></tr></thead>
+<tbody>${summary.models.map((model) => modelRow(model, plan.repeat))}</tbody>
 </table></div>
 <h2 id="matrix-heading">Matrix</h2>
 <div class="table-wrap"><table class="matrix" aria-labelledby="matrix-heading">
@@ -87,10 +88,12 @@ ${refreshRegion(live ? REFRESH_MS : null, body)}`,
   );
 }
 
-function modelRow(model: ModelSummary): SafeHtml {
-  return html`<tr><th scope="row">${model.model}</th>
+function modelRow(model: ModelSummary, repeat: number): SafeHtml {
+  return html`<tr data-model="${model.model}"><th scope="row">${model.model}</th>
 <td class="num">${model.passed}/${model.total}</td>
 <td class="num">${Math.round(model.pass_rate * 100)}%</td>
+<td class="num" data-figure="interval">${intervalText(model)}</td>
+${repeat > 1 ? html`<td class="num" data-figure="pass-hat-k">${percent(model.pass_hat_k)}</td><td class="num" data-figure="flip-rate">${percent(model.flip_rate)}</td>` : ''}
 <td class="num">${model.median_steps ?? '—'}</td>
 <td class="num">${model.median_seconds === null ? '—' : duration(model.median_seconds * 1000)}</td>
 <td class="num">${model.tokens}</td></tr>`;
