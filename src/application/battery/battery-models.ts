@@ -69,7 +69,10 @@ export class CatalogCellRunner implements CellRunner {
     const copies = probes.filter((p) => p.ok).flatMap((p) => p.models.filter((m) => sameModel(m.id, id)));
     if (copies.length === 0) {
       const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ' (down)'}`).join(', ');
-      return `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`;
+      throw new FabricError(
+        probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
+        `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`,
+      );
     }
     if (copies.every((m) => m.type === 'embedding')) {
       return `"${id}" is an embedding model; it cannot chat. Leave it out of the battery.`;

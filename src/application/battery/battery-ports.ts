@@ -34,9 +34,10 @@ export interface CellRunRequest {
  */
 export interface CellRunner {
   /**
-   * Why `model` cannot run a cell (missing, known to lack tools), or null when it can. Asked
-   * before every cell, from what the backends have now: models are loaded and unloaded as a
-   * battery goes (SPEC §12).
+   * Why `model` cannot run a cell (known to lack tools, an embedding model: the model's own
+   * failing), or null when it can. Throws when the model is missing or no backend answers: the
+   * infrastructure's failing (SPEC §12.1). Asked before every cell, from what the backends have
+   * now: models are loaded and unloaded as a battery goes (SPEC §12).
    */
   unusable(model: string, signal: AbortSignal): Promise<string | null>;
   run(request: CellRunRequest): Promise<RunResult>;

@@ -9,17 +9,25 @@ import { plural } from '../../domain/words.ts';
 /** What the matrix shows for cells not ended yet. */
 export type LiveState = 'pending' | 'running';
 
-/** One matrix entry for a task × model (all its repeats). */
-function entry(cells: readonly CellSummary[], live: LiveState | undefined): string {
+/** What a matrix entry reads of a cell. */
+type EntryCell = Pick<CellSummary, 'passed' | 'steps' | 'status' | 'failed_check'> & {
+  readonly infrastructure?: boolean | undefined;
+};
+
+/** One matrix entry for a task × model (all its repeats); `⚠` marks infrastructure failures. */
+function entry(cells: readonly EntryCell[], live: LiveState | undefined): string {
   if (cells.length === 0) return live === 'running' ? '…' : '·';
   if (cells.length === 1) {
-    const [cell] = cells as [CellSummary];
+    const [cell] = cells as [EntryCell];
     if (cell.passed) return `✓ ${cell.steps} st`;
+    if (cell.infrastructure === true) return '⚠ infra';
     if (cell.status === 'not_run') return '– not run';
     return `✗ ${shortCheck(cell.failed_check)}`;
   }
-  const passed = cells.filter((cell) => cell.passed).length;
-  return `${passed}/${cells.length} ✓${live === 'running' ? ' …' : ''}`;
+  const counted = cells.filter((cell) => cell.infrastructure !== true);
+  const passed = counted.filter((cell) => cell.passed).length;
+  const infra = cells.length - counted.length;
+  return `${passed}/${counted.length} ✓${infra > 0 ? ` ⚠${infra}` : ''}${live === 'running' ? ' …' : ''}`;
 }
 
 function shortCheck(check: string | null): string {
@@ -123,7 +131,8 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
       ),
     ),
   ]);
-  const failures = cells.filter((cell) => !cell.passed);
+  const failures = cells.filter((cell) => !cell.passed && !cell.infrastructure);
+  const infrastructure = cells.filter((cell) => cell.infrastructure);
   // The message's first line is its summary (as the terminal shows it); the lines after it, the
   // detail (a cargo test failure's assertion and output), go below it as they are, not folded
   // into the summary, where they repeated it.
@@ -132,6 +141,10 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
     const detail = detailBlock(rest);
     return `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${cell.failed_check ?? 'failed'} — ${oneLine(first)}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}${detail}`;
   });
+  const infrastructureLines = infrastructure.map(
+    (cell) =>
+      `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${oneLine((cell.error ?? '').split('\n')[0] ?? '')}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}`,
+  );
   return `# Battery ${summary.name}
 
 Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(plan.tasks.length, 'task')} × ${plural(plan.models.length, 'model')} × ${plural(plan.repeat, 'repeat')}
@@ -140,7 +153,7 @@ Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(pl
 
 ${table(['task', ...plan.models.map((m) => `\`${m}\``)], matrixRows)}
 
-✓ passed (steps) · ✗ the check that failed · – the cell could not run
+✓ passed (steps) · ✗ the check that failed · – the cell could not run · ⚠ its infrastructure failed it (not counted)
 
 ## Per model
 
@@ -151,7 +164,17 @@ pass@1: the share of cells passed · 95% CI: its Wilson interval${plan.repeat > 
 ## Failures
 
 ${failureLines.length === 0 ? 'None.' : failureLines.join('\n')}
-`;
+${
+  infrastructureLines.length === 0
+    ? ''
+    : `
+## Infrastructure failures
+
+Not counted against the models; \`fabric battery --resume ${summary.id}\` runs these cells again.
+
+${infrastructureLines.join('\n')}
+`
+}`;
 }
 
 function escapeCell(text: string): string {

@@ -3,8 +3,11 @@ import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { cellId, planCells } from './battery-types.ts';
 import { type RepeatScores, repeatScores } from './battery-stats.ts';
 
-/** A cell as `--json` prints it: a `CellResult` without its checks and times. */
-export type CellSummary = Pick<
+/**
+ * A cell as `--json` prints it: a `CellResult` without its checks and times; `infrastructure`
+ * true when its infrastructure failed it (not counted against the model).
+ */
+export type CellSummary = { readonly infrastructure: boolean } & Pick<
   CellResult,
   | 'task'
   | 'model'
@@ -26,7 +29,10 @@ export type CellSummary = Pick<
 export interface ModelSummary extends RepeatScores {
   readonly model: string;
   readonly passed: number;
+  /** The cells that count against the model: done, and not failed by their infrastructure. */
   readonly total: number;
+  /** The cells its infrastructure failed (a server down, the model missing or not loading). */
+  readonly infrastructure_failures: number;
   readonly pass_rate: number;
   readonly median_steps: number | null;
   readonly median_seconds: number | null;
@@ -63,21 +69,30 @@ export function summarizeBattery(
         steps: 0,
         tokens: 0,
         seconds: 0,
+        infrastructure: false,
       };
     }
-    const { checks: _checks, started_at: _started, ended_at: _ended, ...summary } = result;
-    return summary;
+    const {
+      checks: _checks,
+      started_at: _started,
+      ended_at: _ended,
+      attempts: _attempts,
+      infrastructure,
+      ...summary
+    } = result;
+    return { ...summary, infrastructure: infrastructure === true };
   });
   const models = plan.models.map((model): ModelSummary => {
     const mine = cells.filter((cell) => cell.model === model);
-    const ran = mine.filter((cell) => cell.run_id !== null);
-    const passed = mine.filter((cell) => cell.passed).length;
-    const scored = mine.filter((cell) => byId.has(cellId(cell)));
+    const ran = mine.filter((cell) => cell.run_id !== null && !cell.infrastructure);
+    const scored = mine.filter((cell) => byId.has(cellId(cell)) && !cell.infrastructure);
+    const passed = scored.filter((cell) => cell.passed).length;
     return {
       model,
       passed,
-      total: mine.length,
-      pass_rate: mine.length === 0 ? 0 : Math.round((passed / mine.length) * 1000) / 1000,
+      total: scored.length,
+      infrastructure_failures: mine.filter((cell) => cell.infrastructure).length,
+      pass_rate: scored.length === 0 ? 0 : Math.round((passed / scored.length) * 1000) / 1000,
       median_steps: median(ran.map((cell) => cell.steps)),
       median_seconds: median(ran.map((cell) => cell.seconds)),
       tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),

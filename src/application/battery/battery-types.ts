@@ -57,6 +57,14 @@ export interface CellResult extends CellKey {
   /** From the run's start to the end of its checks. */
   readonly seconds: number;
   readonly checks: readonly CheckOutcome[];
+  /**
+   * The cell failed for its infrastructure (a server down, a model missing or failing to load, a
+   * cut stream after retries), not its model: never counted against the model, and run again by
+   * `--resume` (SPEC §12.1). Absent in states written before it was kept: false.
+   */
+  readonly infrastructure?: boolean;
+  /** How many times the cell was tried in its last session (more than 1 after infrastructure failures). */
+  readonly attempts?: number;
   /** When the cell started (its model check, then its run) and ended its checks (ISO 8601). */
   readonly started_at: string;
   readonly ended_at: string;

@@ -16,6 +16,8 @@ export interface CellRun {
   readonly tokens: number;
   /** The run's error message, when it ended with one. */
   readonly error: string | null;
+  /** The run's error code (`backend_unavailable`, ...), when it ended with one. */
+  readonly error_code?: string | null;
 }
 
 /**
@@ -24,7 +26,12 @@ export interface CellRun {
  */
 export type CellOutcome =
   | { readonly kind: 'ran'; readonly run: CellRun; readonly checks: readonly CheckOutcome[] }
-  | { readonly kind: 'not_run'; readonly error: string }
+  | {
+      readonly kind: 'not_run';
+      readonly error: string;
+      /** False when the model itself is why (a server saying it lacks tools); else the infrastructure's. */
+      readonly infrastructure?: boolean;
+    }
   | { readonly kind: 'stopped' };
 
 /** One cell to execute. */
@@ -75,12 +82,14 @@ export class LocalCellExecutor implements CellExecutor {
           steps: result.steps,
           tokens: result.usage.total_tokens,
           error: result.error?.message ?? null,
+          error_code: result.error?.code ?? null,
         };
       } catch (error) {
         if (signal.aborted) return { kind: 'stopped' };
         return {
           kind: 'not_run',
           error: error instanceof FabricError ? error.message : `Unexpected error: ${errorMessage(error)}`,
+          infrastructure: !(error instanceof FabricError && error.code === 'model_lacks_tools'),
         };
       }
       if (signal.aborted && run.status === 'cancelled') return { kind: 'stopped' };

@@ -87,6 +87,8 @@ export class QueuedCellExecutor implements CellExecutor {
           steps: row.steps ?? 0,
           tokens: row.total_tokens ?? 0,
           error: 'the run was interrupted: its worker stopped heartbeating',
+          // A dead worker is the infrastructure's failure, not the model's.
+          error_code: 'internal',
         };
         return {
           kind: 'ran',

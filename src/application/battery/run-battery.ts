@@ -15,6 +15,7 @@ import {
   planCells,
 } from './battery-types.ts';
 import { type CellExecutor, LocalCellExecutor } from './cell-executor.ts';
+import { INFRASTRUCTURE_ATTEMPTS, isInfrastructureCode } from './infrastructure-faults.ts';
 
 /** What the runner needs. */
 export interface BatteryDeps {
@@ -45,9 +46,14 @@ export interface BatteryOutcome {
   readonly interrupted: boolean;
 }
 
-/** The cells of a plan still to run: not done, or done without a run (a model was missing). */
+/**
+ * The cells of a plan still to run: not done, done without a run, or failed by their
+ * infrastructure (a server down, a model missing: SPEC §12.1).
+ */
 export function pendingCells(plan: BatteryPlan, done: readonly CellResult[]): CellKey[] {
-  const finished = new Set(done.filter((r) => r.status !== 'not_run').map((r) => cellId(r)));
+  const finished = new Set(
+    done.filter((r) => r.status !== 'not_run' && r.infrastructure !== true).map((r) => cellId(r)),
+  );
   return planCells(plan).filter((cell) => !finished.has(cellId(cell)));
 }
 
@@ -65,7 +71,14 @@ export async function runBattery(
     for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
       if (options.signal.aborted) return;
       options.onCellStart?.(cell);
-      const result = await runCell(plan, tasks.get(cell.task)!, cell, deps, executor, options.signal);
+      // A cell its infrastructure failed is tried again, a bounded number of times.
+      let result: CellResult | undefined;
+      for (let attempt = 1; attempt <= INFRASTRUCTURE_ATTEMPTS; attempt++) {
+        result = await runCell(plan, tasks.get(cell.task)!, cell, deps, executor, options.signal);
+        if (result === undefined) break;
+        result = { ...result, attempts: attempt };
+        if (result.infrastructure !== true) break;
+      }
       // A cell Ctrl-C stopped is not done: `--resume` runs it again. Nothing half-recorded.
       if (result === undefined) continue;
       done.set(cellId(cell), result);
@@ -101,20 +114,26 @@ async function runCell(
       steps: 0,
       tokens: 0,
       checks: [],
+      infrastructure: false,
       ...fields,
       seconds: Math.round((now.getTime() - started) / 10) / 100,
       started_at: startedAt.toISOString(),
       ended_at: now.toISOString(),
     };
   };
-  const notRun = (error: string): CellResult =>
-    finish({ status: 'not_run', passed: false, failed_check: 'run', error });
+  const notRun = (error: string, infrastructure: boolean): CellResult =>
+    finish({ status: 'not_run', passed: false, failed_check: 'run', error, infrastructure });
 
-  const unusable = await deps.runner
-    .unusable(cell.model, signal)
-    .catch((error: unknown) => errorMessage(error));
+  // A model unfit for the cells is its own failing; one missing, or no catalog, the infrastructure's.
+  let unusable: string | null;
+  try {
+    unusable = await deps.runner.unusable(cell.model, signal);
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    return notRun(errorMessage(error), true);
+  }
   if (signal.aborted) return undefined;
-  if (unusable !== null) return notRun(unusable);
+  if (unusable !== null) return notRun(unusable, false);
   const outcome = await executor.execute(
     {
       cell,
@@ -129,8 +148,21 @@ async function runCell(
     case 'stopped':
       return undefined;
     case 'not_run':
-      return notRun(outcome.error);
+      return notRun(outcome.error, outcome.infrastructure !== false);
     case 'ran': {
+      if (outcome.run.status === 'failed' && isInfrastructureCode(outcome.run.error_code)) {
+        return finish({
+          status: 'failed',
+          passed: false,
+          failed_check: 'run',
+          error: outcome.run.error ?? `the run failed (${outcome.run.error_code})`,
+          run_id: outcome.run.run_id,
+          steps: outcome.run.steps,
+          tokens: outcome.run.tokens,
+          checks: outcome.checks,
+          infrastructure: true,
+        });
+      }
       const failed = outcome.checks.find((check) => check.outcome === 'failed');
       return finish({
         status: outcome.run.status,

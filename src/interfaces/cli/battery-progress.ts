@@ -60,6 +60,10 @@ export class BatteryProgress implements BatteryListener {
       return `${s.green('✓')} ${where} · ${plural(result.steps, 'step')} · ${plural(result.tokens, 'token')} · ${result.seconds} s`;
     }
     const error = (result.error ?? '').split('\n')[0] ?? '';
+    if (result.infrastructure === true) {
+      const tries = (result.attempts ?? 1) > 1 ? ` (${plural(result.attempts ?? 1, 'attempt')})` : '';
+      return `${s.yellow('⚠')} ${where} · infrastructure, not counted${tries}: ${error}`;
+    }
     if (result.status === 'not_run') return `${s.yellow('–')} ${where} · not run: ${error}`;
     return `${s.red('✗')} ${where} · ${result.failed_check}: ${error} · ${plural(result.steps, 'step')}`;
   }

@@ -40,8 +40,10 @@ Options:
       --concurrency N     cells at once (default: one per LM Studio server). A cell counts from
                           its run's start to the end of its checks. Each model's requests go to
                           a server that has it loaded, else one that lists it.
-      --resume ID         run only the cells of battery ID not done yet (after Ctrl-C, or a
-                          model that was missing); the id is printed as a battery starts
+      --resume ID         run only the cells of battery ID not done yet (after Ctrl-C), or
+                          failed by their infrastructure (a server down, a model missing or
+                          not loading: tried 3 times, never counted against the model);
+                          the id is printed as a battery starts
       --json              print the result as one JSON object on stdout; per model with
                           pass@1, pass^k (tasks passed on every repeat), flip rate (tasks
                           whose outcome differs between repeats) and a 95% Wilson interval
@@ -51,8 +53,8 @@ Options:
   -h, --help              show this help
 
 The battery's state is kept in <runs_dir>/batteries/<id>.json after every cell.
-A missing model, or one without tool support, fails its cells with the reason; the battery
-goes on.
+A model without tool support fails its cells with the reason; a missing model or a server
+down fails them as infrastructure failures (⚠, not counted); the battery goes on.
 
 Exit codes: 0 the battery went through (whatever it scored) · 2 invalid file (unknown
             specialist, bad YAML, duplicate task ids, a check command the sandbox would refuse,
@@ -119,7 +121,7 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     else {
       for (const model of summary.models) {
         io.stdout.write(
-          `${model.model}: ${model.passed}/${model.total} passed · ${scoresLine(model, plan.repeat)} · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}\n`,
+          `${model.model}: ${model.passed}/${model.total} passed · ${scoresLine(model, plan.repeat)} · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}${model.infrastructure_failures > 0 ? ` · ${plural(model.infrastructure_failures, 'infrastructure failure')} (not counted; --resume runs them again)` : ''}\n`,
         );
       }
     }

@@ -124,14 +124,21 @@ function repeats(
 }
 
 function done(cell: CellResult, prefix: string): SafeHtml {
-  const mark = cell.passed ? '✓ pass' : cell.status === 'not_run' ? '✗ not run' : '✗ fail';
+  const infra = cell.infrastructure === true && !cell.passed;
+  const mark = cell.passed
+    ? '✓ pass'
+    : infra
+      ? '⚠ infrastructure'
+      : cell.status === 'not_run'
+        ? '✗ not run'
+        : '✗ fail';
   const label =
     cell.run_id === null ? mark : html`<a href="/runs/${encodeURIComponent(cell.run_id)}">${mark}</a>`;
   const figures =
     cell.run_id === null
       ? ''
       : `${cell.passed ? '' : `${cell.status} · `}${plural(cell.steps, 'step')} · ${plural(cell.tokens, 'token')} · ${cell.seconds.toFixed(1)} s`;
-  return html`<div class="cell ${cell.passed ? 'cell-pass' : 'cell-fail'}">${prefix}<span class="mark">${label}</span>
+  return html`<div class="cell ${cell.passed ? 'cell-pass' : infra ? 'cell-infra' : 'cell-fail'}"${infra ? html` title="Not counted against the model; --resume runs it again"` : ''}>${prefix}<span class="mark">${label}</span>
 ${cell.failed_check === null ? '' : html` <span class="check">${cell.failed_check}</span>`}
 ${figures ? html`<span class="meta figures">${figures}</span>` : ''}
 ${details(cell)}</div>`;
