@@ -75,7 +75,10 @@ export function cellId(cell: CellKey): string {
   return `${cell.task} × ${cell.model} #${cell.repeat}`;
 }
 
-/** Every cell of a plan, interleaved so that cells running side by side use different models. */
+/**
+ * Every cell of a plan in the order they are shown (task after task, each with every model);
+ * they run model after model (`CellSchedule`).
+ */
 export function planCells(plan: BatteryPlan): CellKey[] {
   const cells: CellKey[] = [];
   for (let repeat = 1; repeat <= plan.repeat; repeat++) {

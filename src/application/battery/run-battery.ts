@@ -15,6 +15,7 @@ import {
   planCells,
 } from './battery-types.ts';
 import { type CellExecutor, LocalCellExecutor } from './cell-executor.ts';
+import { CellSchedule } from './cell-schedule.ts';
 import { INFRASTRUCTURE_ATTEMPTS, isInfrastructureCode } from './infrastructure-faults.ts';
 
 /** What the runner needs. */
@@ -33,6 +34,11 @@ export interface BatteryDeps {
 
 export interface RunBatteryOptions {
   readonly concurrency: number;
+  /**
+   * The servers the cells share (default: `concurrency`): at most this many models run at once,
+   * each model's cells one after another (SPEC §12.1), so a server loads each model once.
+   */
+  readonly servers?: number;
   /** Cells already done (`--resume`): kept as they are, except those that could not run. */
   readonly done?: readonly CellResult[];
   readonly signal: AbortSignal;
@@ -64,12 +70,18 @@ export async function runBattery(
   options: RunBatteryOptions,
 ): Promise<BatteryOutcome> {
   const done = new Map((options.done ?? []).map((result) => [cellId(result), result]));
-  const queue = pendingCells(plan, options.done ?? []);
+  const pending = pendingCells(plan, options.done ?? []);
+  const schedule = new CellSchedule(pending, options.servers ?? options.concurrency);
   const tasks = new Map(plan.tasks.map((task) => [task.id, task]));
   const executor = deps.executor ?? new LocalCellExecutor(deps.runner, deps.workspaces, deps.checks);
   const worker = async () => {
-    for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
-      if (options.signal.aborted) return;
+    let current: string | undefined;
+    for (let cell = schedule.next(current); cell !== undefined; cell = schedule.next(current)) {
+      current = cell.model;
+      if (options.signal.aborted) {
+        schedule.release(current);
+        return;
+      }
       options.onCellStart?.(cell);
       // A cell its infrastructure failed is tried again, a bounded number of times.
       let result: CellResult | undefined;
@@ -86,7 +98,7 @@ export async function runBattery(
       options.onCellEnd?.(result);
     }
   };
-  const workers = Math.max(1, Math.min(options.concurrency, queue.length));
+  const workers = Math.max(1, Math.min(options.concurrency, pending.length));
   await Promise.all(Array.from({ length: workers }, worker));
   const order = planCells(plan).map(cellId);
   const results = order.flatMap((id) => done.get(id) ?? []);

@@ -39,7 +39,8 @@ Options:
                           every tool-capable model the backends have. Replaces the file's list.
       --concurrency N     cells at once (default: one per LM Studio server). A cell counts from
                           its run's start to the end of its checks. Each model's requests go to
-                          a server that has it loaded, else one that lists it.
+                          a server that has it loaded, else one that lists it. Cells run model
+                          after model, so each server loads each model once.
       --resume ID         run only the cells of battery ID not done yet (after Ctrl-C), or
                           failed by their infrastructure (a server down, a model missing or
                           not loading: tried 3 times, never counted against the model);
