@@ -5,6 +5,7 @@
  */
 import type { BatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { sameModel } from '../models/resolve-model.ts';
 import type { RunTask } from '../run/run-request.ts';
@@ -49,6 +50,7 @@ export interface CatalogCellRunnerPorts {
   readonly runTask: RunTask;
   readonly expandModelAlias: (name: string) => string;
   readonly models: BatteryModels;
+  readonly readRunlog?: (ref: string) => Promise<readonly RunEvent[]>;
 }
 
 /** Cells as ordinary runs of one specialist; a model's fitness read from the backends' catalog. */
@@ -81,6 +83,11 @@ export class CatalogCellRunner implements CellRunner {
       return `The model "${id}" cannot call tools (its backend says it was not trained for tool use), and every cell needs them. Pick a tool-capable model (\`fabric models\`).`;
     }
     return null;
+  }
+
+  events(runlog: string): Promise<readonly RunEvent[]> {
+    const read = this.#ports.readRunlog;
+    return read === undefined ? Promise.resolve([]) : read(runlog);
   }
 
   run(request: CellRunRequest): Promise<RunResult> {

@@ -2,6 +2,7 @@
  * The ports a battery needs. The runner decides what runs and how many cells at once; these
  * adapters do the rest — it never sees a server URL or a file system (SPEC §2, §12).
  */
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import type { CellKey, CellResult, CheckOutcome } from './battery-types.ts';
 
@@ -41,6 +42,11 @@ export interface CellRunner {
    */
   unusable(model: string, signal: AbortSignal): Promise<string | null>;
   run(request: CellRunRequest): Promise<RunResult>;
+  /**
+   * A run's events, read back from its runlog (`RunResult.runlog`): what the checks and the
+   * per-model figures read (SPEC §12.1). Absent: those checks are skipped, the figures empty.
+   */
+  events?(runlog: string): Promise<readonly RunEvent[]>;
 }
 
 /** Runs a cell's `expect` checks in its workspace. */

@@ -5,6 +5,7 @@
 import type { BatterySummary, CellSummary, ModelSummary } from './battery-summary.ts';
 import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { plural } from '../../domain/words.ts';
+import { callsText } from './model-facts.ts';
 
 /** What the matrix shows for cells not ended yet. */
 export type LiveState = 'pending' | 'running';
@@ -117,6 +118,31 @@ export function modelRows(models: readonly ModelSummary[], repeat: number): stri
   ]);
 }
 
+/** The head of the table of how each model worked (SPEC §12.1). */
+export const WORK_HEAD = ['model', 'profile', 'window', 'tool calls', 'reasoning tokens', 'empty turns'];
+
+/** The profile as its globs, `–` when none matched. */
+export function profileText(model: Pick<ModelSummary, 'profile'>): string {
+  return model.profile.length === 0 ? '–' : model.profile.join(', ');
+}
+
+/** The windows its runs worked in: one, several (`4096/8192`: not a fair comparison), or `–`. */
+export function windowsText(model: Pick<ModelSummary, 'windows'>): string {
+  return model.windows.length === 0 ? '–' : model.windows.join('/');
+}
+
+/** How each model worked: its profile and window, its calls by dialect, reasoning, empty turns. */
+export function workRows(models: readonly ModelSummary[]): string[][] {
+  return models.map((m) => [
+    m.model,
+    profileText(m),
+    windowsText(m),
+    callsText(m),
+    String(m.reasoning_tokens),
+    String(m.empty_turns),
+  ]);
+}
+
 /** The Markdown report: the matrix, per-model scores, and every failure with its check and message. */
 export function renderReport(plan: BatteryPlan, summary: BatterySummary): string {
   const cells = summary.cells;
@@ -160,6 +186,12 @@ ${table(['task', ...plan.models.map((m) => `\`${m}\``)], matrixRows)}
 ${table(modelHead(plan.repeat), modelRows(summary.models, plan.repeat))}
 
 pass@1: the share of cells passed · 95% CI: its Wilson interval${plan.repeat > 1 ? ` · pass^${plan.repeat}: the share of tasks passed on every repeat · flip rate: the share of tasks whose outcome differs between repeats` : ''}
+
+## How each model worked
+
+${table(WORK_HEAD, workRows(summary.models))}
+
+Profile: the profile globs that matched the model (SPEC §16) · window: the context its runs worked in · tool calls: returned natively, or recovered from text and in which dialect · empty turns: turns with no text and no call (steps lost)
 
 ## Failures
 

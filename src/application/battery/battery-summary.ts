@@ -2,12 +2,17 @@
 import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { cellId, planCells } from './battery-types.ts';
 import { type RepeatScores, repeatScores } from './battery-stats.ts';
+import { type ModelFacts, modelFacts } from './model-facts.ts';
 
 /**
  * A cell as `--json` prints it: a `CellResult` without its checks and times; `infrastructure`
  * true when its infrastructure failed it (not counted against the model).
  */
-export type CellSummary = { readonly infrastructure: boolean } & Pick<
+export type CellSummary = {
+  readonly infrastructure: boolean;
+  /** The window its run worked in (SPEC §17), when known. */
+  readonly window_tokens: number | null;
+} & Pick<
   CellResult,
   | 'task'
   | 'model'
@@ -26,7 +31,7 @@ export type CellSummary = { readonly infrastructure: boolean } & Pick<
  * A model's scores: medians over its cells that ran (null when none did); over repeats
  * (SPEC §12.1), pass@1, pass^k, flip rate and the 95% Wilson interval of its cells done.
  */
-export interface ModelSummary extends RepeatScores {
+export interface ModelSummary extends RepeatScores, ModelFacts {
   readonly model: string;
   readonly passed: number;
   /** The cells that count against the model: done, and not failed by their infrastructure. */
@@ -70,6 +75,7 @@ export function summarizeBattery(
         tokens: 0,
         seconds: 0,
         infrastructure: false,
+        window_tokens: null,
       };
     }
     const {
@@ -77,10 +83,15 @@ export function summarizeBattery(
       started_at: _started,
       ended_at: _ended,
       attempts: _attempts,
+      facts,
       infrastructure,
       ...summary
     } = result;
-    return { ...summary, infrastructure: infrastructure === true };
+    return {
+      ...summary,
+      infrastructure: infrastructure === true,
+      window_tokens: facts?.window_tokens ?? null,
+    };
   });
   const models = plan.models.map((model): ModelSummary => {
     const mine = cells.filter((cell) => cell.model === model);
@@ -97,6 +108,7 @@ export function summarizeBattery(
       median_seconds: median(ran.map((cell) => cell.seconds)),
       tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),
       ...repeatScores(scored),
+      ...modelFacts(results.filter((cell) => cell.model === model)),
     };
   });
   return { id: plan.id, name: plan.name, cells, models };

@@ -4,6 +4,7 @@
  */
 import type { BatteryExpect } from '../../config/battery-file.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
+import type { RunFacts } from './run-facts.ts';
 
 /** One task of a battery, with its checks. */
 export interface BatteryTaskSpec {
@@ -65,6 +66,8 @@ export interface CellResult extends CellKey {
   readonly infrastructure?: boolean;
   /** How many times the cell was tried in its last session (more than 1 after infrastructure failures). */
   readonly attempts?: number;
+  /** What its run's runlog says of how the model worked: calls, reasoning, window, profile. */
+  readonly facts?: RunFacts;
   /** When the cell started (its model check, then its run) and ended its checks (ISO 8601). */
   readonly started_at: string;
   readonly ended_at: string;

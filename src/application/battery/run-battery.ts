@@ -185,6 +185,7 @@ async function runCell(
         steps: outcome.run.steps,
         tokens: outcome.run.tokens,
         checks: outcome.checks,
+        ...(outcome.run.facts === undefined ? {} : { facts: outcome.run.facts }),
       });
     }
   }

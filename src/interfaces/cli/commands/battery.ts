@@ -1,6 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { renderReport, scoresLine } from '../../../application/battery/battery-report.ts';
+import {
+  profileText,
+  renderReport,
+  scoresLine,
+  windowsText,
+} from '../../../application/battery/battery-report.ts';
+import { callsText } from '../../../application/battery/model-facts.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { openBattery } from '../../../composition/battery.ts';
@@ -33,6 +39,8 @@ FILE is YAML (paths in it are relative to it):
         status: succeeded               # the default
         commands: [cargo test]          # must pass afterwards; must be in the sandbox allowlist
         files_contain: { src/region.rs: "fn contains_point" }
+        tool_used: edit_file            # a tool (or list) the run must call; tool_not_used: one it must not
+        max_steps: 12                   # also max_seconds and max_tokens (prompt and completion)
 
 Options:
       --models A,B        the models to compare (ids or llm.models aliases), or \`available\`:
@@ -123,6 +131,9 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
       for (const model of summary.models) {
         io.stdout.write(
           `${model.model}: ${model.passed}/${model.total} passed · ${scoresLine(model, plan.repeat)} · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}${model.infrastructure_failures > 0 ? ` · ${plural(model.infrastructure_failures, 'infrastructure failure')} (not counted; --resume runs them again)` : ''}\n`,
+        );
+        io.stdout.write(
+          `  profile ${profileText(model)} · window ${windowsText(model)} · tool calls ${callsText(model)} · ${plural(model.reasoning_tokens, 'reasoning token')} · ${plural(model.empty_turns, 'empty turn')}\n`,
         );
       }
     }

@@ -1,5 +1,11 @@
 import { type ModelSummary, summarizeBattery } from '../../../application/battery/battery-summary.ts';
-import { intervalText, percent } from '../../../application/battery/battery-report.ts';
+import {
+  intervalText,
+  percent,
+  profileText,
+  windowsText,
+} from '../../../application/battery/battery-report.ts';
+import { callsText } from '../../../application/battery/model-facts.ts';
 import { type CellResult, cellId } from '../../../application/battery/battery-types.ts';
 import type { BatteryRecord } from '../../../application/battery/battery-read-model.ts';
 import { type SafeHtml, html } from './html.ts';
@@ -70,6 +76,11 @@ ${record.status === 'interrupted' ? html`<dt>Resume</dt><dd><code>fabric battery
 <thead><tr><th scope="col">Model</th><th scope="col" class="num">Passed</th><th scope="col" class="num">Pass rate</th><th scope="col" class="num"><abbr title="95% Wilson interval of the pass rate">95% CI</abbr></th>${plan.repeat > 1 ? html`<th scope="col" class="num"><abbr title="the share of tasks passed on every repeat">pass^${plan.repeat}</abbr></th><th scope="col" class="num"><abbr title="the share of tasks whose outcome differs between repeats">Flip rate</abbr></th>` : ''}<th scope="col" class="num">Median steps</th><th scope="col" class="num">Median time</th><th scope="col" class="num">Tokens</th></tr></thead>
 <tbody>${summary.models.map((model) => modelRow(model, plan.repeat))}</tbody>
 </table></div>
+<h2 id="work-heading">How each model worked</h2>
+<div class="table-wrap"><table class="work" aria-labelledby="work-heading">
+<thead><tr><th scope="col">Model</th><th scope="col"><abbr title="the profile globs that matched the model">Profile</abbr></th><th scope="col" class="num"><abbr title="the context window its runs worked in">Window</abbr></th><th scope="col">Tool calls</th><th scope="col" class="num">Reasoning tokens</th><th scope="col" class="num"><abbr title="turns with no text and no call: steps lost">Empty turns</abbr></th></tr></thead>
+<tbody>${summary.models.map(workRow)}</tbody>
+</table></div>
 <h2 id="matrix-heading">Matrix</h2>
 <div class="table-wrap"><table class="matrix" aria-labelledby="matrix-heading">
 <thead><tr><th scope="col">Task</th>${plan.models.map((model) => html`<th scope="col">${model}</th>`)}</tr></thead>
@@ -86,6 +97,18 @@ ${plan.models.map((model) => html`<td data-model="${model}">${repeats(record, by
 ${refreshRegion(live ? REFRESH_MS : null, body)}`,
     { nav, current: '/batteries' },
   );
+}
+
+function workRow(model: ModelSummary): SafeHtml {
+  const settings = Object.entries(model.profile_settings)
+    .map(([key, value]) => `${key}: ${JSON.stringify(value)}`)
+    .join(', ');
+  return html`<tr data-model="${model.model}"><th scope="row">${model.model}</th>
+<td data-figure="profile"${settings ? html` title="${settings}"` : ''}>${profileText(model)}</td>
+<td class="num" data-figure="window">${windowsText(model)}</td>
+<td data-figure="calls">${callsText(model)}</td>
+<td class="num" data-figure="reasoning">${model.reasoning_tokens}</td>
+<td class="num" data-figure="empty-turns">${model.empty_turns}</td></tr>`;
 }
 
 function modelRow(model: ModelSummary, repeat: number): SafeHtml {
