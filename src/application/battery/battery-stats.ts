@@ -63,10 +63,15 @@ export function repeatScores(cells: readonly ScoredCell[]): RepeatScores {
     pass_at_1: round3(passed / cells.length),
     pass_hat_k: round3(always / tasks.length),
     flip_rate: repeated.length === 0 ? null : round3(flipped / repeated.length),
-    interval: interval === null ? null : { low: round3(interval.low), high: round3(interval.high) },
+    // Four places, so a percentage rounded from it is the interval's own (0.0945 → 9%, not 10%).
+    interval: interval === null ? null : { low: round4(interval.low), high: round4(interval.high) },
   };
 }
 
 function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
+}
+
+function round4(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
 }

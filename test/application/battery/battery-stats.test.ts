@@ -44,11 +44,11 @@ describe('scores over repeats', () => {
       pass_hat_k: 0.333,
       flip_rate: 0.333,
       interval: {
-        low: Math.round(interval.low * 1000) / 1000,
-        high: Math.round(interval.high * 1000) / 1000,
+        low: Math.round(interval.low * 10_000) / 10_000,
+        high: Math.round(interval.high * 10_000) / 10_000,
       },
     });
-    expect(repeatScores(cells).interval).toEqual({ low: 0.189, high: 0.733 });
+    expect(repeatScores(cells).interval).toEqual({ low: 0.1888, high: 0.7333 });
   });
 
   it('has no flip rate without a repeated task, and no figures without cells', () => {

@@ -12,6 +12,7 @@ import { FabricError } from '../../../domain/errors.ts';
 import { openBattery } from '../../../composition/battery.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { BatteryProgress } from '../battery-progress.ts';
+import { batteryReportHtml } from '../../http/viewer/battery-report-page.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
@@ -57,7 +58,8 @@ Options:
                           pass@1, pass^k (tasks passed on every repeat), flip rate (tasks
                           whose outcome differs between repeats) and a 95% Wilson interval
       --report FILE.md    write a Markdown report: the matrix, per-model pass rate, median
-                          steps, tokens and time, and each failure's check and message
+                          steps, tokens and time, and each failure's check and message;
+                          FILE.html: the same as one self-contained page (no network)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
   -h, --help              show this help
 
@@ -123,7 +125,15 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     const summary = session.summary();
     if (values.report !== undefined) {
       const path = resolve(io.cwd, values.report);
-      await writeFile(path, renderReport(plan, summary));
+      const record = {
+        plan,
+        status: session.status,
+        cells: session.cells(),
+        started: new Set<string>(),
+        updatedAt: null,
+        live: false,
+      };
+      await writeFile(path, /\.html?$/i.test(path) ? batteryReportHtml(record) : renderReport(plan, summary));
       io.stderr.write(style.dim(`report: ${path}\n`));
     }
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -59,11 +59,26 @@ function listRow(record: BatteryRecord): SafeHtml {
  */
 export function batteryPage(record: BatteryRecord, nav: Nav): SafeHtml {
   const { plan } = record;
+  const live = record.status === 'running';
+  return page(
+    `Battery ${plan.name}`,
+    html`<h1>Battery ${plan.name} <span class="mono meta">${plan.id}</span></h1>
+${refreshRegion(live ? REFRESH_MS : null, batteryBody(record, { links: true }))}`,
+    { nav, current: '/batteries' },
+  );
+}
+
+/**
+ * A battery's facts, per-model tables and matrix; `links: false` for a page read away from a
+ * server (the HTML report), where a run is named by its id instead of linked.
+ */
+export function batteryBody(record: BatteryRecord, options: { readonly links: boolean }): SafeHtml {
+  const { plan } = record;
   const summary = summarizeBattery(plan, record.cells);
   const total = summary.cells.length;
   const live = record.status === 'running';
   const byId = new Map(record.cells.map((cell) => [cellId(cell), cell]));
-  const body = html`<dl class="facts">
+  return html`<dl class="facts">
 <dt>Status</dt><dd id="battery-status"><span class="status status-${record.status}">${STATUS_MARKS[record.status]}</span>${live ? ' — updating live' : ''}</dd>
 <dt>Cells</dt><dd>${record.cells.length} of ${total} done · ${record.cells.filter((cell) => cell.passed).length} passed</dd>
 <dt>Specialist</dt><dd>${plan.specialist}</dd>
@@ -87,16 +102,10 @@ ${record.status === 'interrupted' ? html`<dt>Resume</dt><dd><code>fabric battery
 <tbody>${plan.tasks.map(
     (task) => html`<tr data-task="${task.id}">
 <th scope="row"><span class="mono">${task.id}</span><span class="task" title="${task.task}">${clip(task.task, 300)}</span></th>
-${plan.models.map((model) => html`<td data-model="${model}">${repeats(record, byId, task.id, model)}</td>`)}
+${plan.models.map((model) => html`<td data-model="${model}">${repeats(record, byId, task.id, model, options.links)}</td>`)}
 </tr>`,
   )}</tbody>
 </table></div>`;
-  return page(
-    `Battery ${plan.name}`,
-    html`<h1>Battery ${plan.name} <span class="mono meta">${plan.id}</span></h1>
-${refreshRegion(live ? REFRESH_MS : null, body)}`,
-    { nav, current: '/batteries' },
-  );
 }
 
 function workRow(model: ModelSummary): SafeHtml {
@@ -128,6 +137,7 @@ function repeats(
   byId: ReadonlyMap<string, CellResult>,
   task: string,
   model: string,
+  links: boolean,
 ): SafeHtml[] {
   const count = record.plan.repeat;
   const lines: SafeHtml[] = [];
@@ -135,7 +145,7 @@ function repeats(
     const id = cellId({ task, model, repeat });
     const prefix = count > 1 ? `#${repeat} ` : '';
     const cell = byId.get(id);
-    if (cell !== undefined) lines.push(done(cell, prefix));
+    if (cell !== undefined) lines.push(done(cell, prefix, links));
     else if (record.started.has(id))
       lines.push(html`<div class="cell cell-running">${prefix}<span class="mark">▶ running</span></div>`);
     else
@@ -146,7 +156,7 @@ function repeats(
   return lines;
 }
 
-function done(cell: CellResult, prefix: string): SafeHtml {
+function done(cell: CellResult, prefix: string, links: boolean): SafeHtml {
   const infra = cell.infrastructure === true && !cell.passed;
   const mark = cell.passed
     ? '✓ pass'
@@ -156,7 +166,11 @@ function done(cell: CellResult, prefix: string): SafeHtml {
         ? '✗ not run'
         : '✗ fail';
   const label =
-    cell.run_id === null ? mark : html`<a href="/runs/${encodeURIComponent(cell.run_id)}">${mark}</a>`;
+    cell.run_id === null
+      ? mark
+      : links
+        ? html`<a href="/runs/${encodeURIComponent(cell.run_id)}">${mark}</a>`
+        : html`${mark} <span class="mono meta">${cell.run_id}</span>`;
   const figures =
     cell.run_id === null
       ? ''
