@@ -43,7 +43,11 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
     runTask: (request) => fabric.run(request),
     expandModelAlias: (name) => fabric.expandModelAlias(name),
     newRunId: () => fabric.newRunId(),
-    models: { probe: (signal) => fabric.catalog.probe(signal), refresh: () => fabric.refreshCatalog() },
+    models: {
+      probe: (signal) => fabric.catalog.probe(signal),
+      refresh: () => fabric.refreshCatalog(),
+      release: async (model) => void (await fabric.unloadLoadedModel(model)),
+    },
     readRunlog: async (ref) => (await fabric.runLogStore.read(ref)).events,
     states: new BatteryStateFiles(config.runs_dir),
     loadFile: loadBatteryFile,

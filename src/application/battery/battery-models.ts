@@ -85,6 +85,10 @@ export class CatalogCellRunner implements CellRunner {
     return null;
   }
 
+  async release(model: string): Promise<void> {
+    await this.#ports.models.release?.(this.#ports.expandModelAlias(model)).catch(() => {});
+  }
+
   events(runlog: string): Promise<readonly RunEvent[]> {
     const read = this.#ports.readRunlog;
     return read === undefined ? Promise.resolve([]) : read(runlog);

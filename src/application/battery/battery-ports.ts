@@ -47,6 +47,8 @@ export interface CellRunner {
    * per-model figures read (SPEC §12.1). Absent: those checks are skipped, the figures empty.
    */
   events?(runlog: string): Promise<readonly RunEvent[]>;
+  /** The battery is done with `model`: unload it where this process loaded it. Never throws. */
+  release?(model: string): Promise<void>;
 }
 
 /** Runs a cell's `expect` checks in its workspace. */

@@ -45,6 +45,11 @@ export class CellSchedule {
     return cell;
   }
 
+  /** Whether `model` has no cell left and no worker holds it: the battery is done with it. */
+  finished(model: string): boolean {
+    return !this.#left.has(model) && !this.#held.has(model);
+  }
+
   /** A worker that stops without asking for another cell lets its model go. */
   release(model: string): void {
     this.#release(model);

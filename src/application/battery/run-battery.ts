@@ -76,7 +76,13 @@ export async function runBattery(
   const executor = deps.executor ?? new LocalCellExecutor(deps.runner, deps.workspaces, deps.checks);
   const worker = async () => {
     let current: string | undefined;
-    for (let cell = schedule.next(current); cell !== undefined; cell = schedule.next(current)) {
+    for (;;) {
+      const cell = schedule.next(current);
+      // Done with a model's cells (no worker holds it, none left): unload it where this process
+      // loaded it, so the next model has the memory.
+      if (current !== undefined && cell?.model !== current && schedule.finished(current))
+        await deps.runner.release?.(current);
+      if (cell === undefined) return;
       current = cell.model;
       if (options.signal.aborted) {
         schedule.release(current);

@@ -57,6 +57,11 @@ export interface BatteryModels {
   probe(signal: AbortSignal): Promise<readonly BackendProbe[]>;
   /** Forgets what the backends were last seen to have, so the next probe asks them again. */
   refresh(): void;
+  /**
+   * Unloads a model from the servers this process loaded it on (at a run's window), never one
+   * loaded by hand: after a model's cells, so the next model has the memory (SPEC §12.1).
+   */
+  release?(model: string): Promise<void>;
 }
 
 /** The queue's part a battery uses to have its cells run by `fabric worker`s. */
