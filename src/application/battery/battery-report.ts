@@ -56,6 +56,15 @@ export function renderMatrix(
       return cells.length > 0 && cells.length < all && all > 1 ? `${text} (${cells.length}/${all})` : text;
     }),
   ]);
+  return fixedWidth(header, rows);
+}
+
+/** The per-model table as fixed-width text (under the terminal's matrix once the battery ends). */
+export function renderModelTable(plan: BatteryPlan, summary: BatterySummary): string {
+  return fixedWidth(modelHead(plan.repeat), modelRows(summary.models, plan.repeat));
+}
+
+function fixedWidth(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
   const line = (row: readonly string[]) =>
     row

@@ -107,6 +107,8 @@ describe('a battery whose server dies', () => {
       }),
     );
     expect([...asked].sort()).toEqual(['Convert 10 feet to metres', 'Convert 2 miles to km']);
+    // The matrix shows each cell once, as it stands now.
+    expect(resumed.stderr).toMatch(/^mi-to-km +✓ \d+ st$/m);
     const after = JSON.parse(resumed.stdout) as Json;
     expect(after.id).toBe(before.id);
     expect(after.cells.every((c) => c.passed && !c.infrastructure)).toBe(true);

@@ -119,6 +119,9 @@ describe('fabric battery with repeats', () => {
     });
     const report = await readFile(join(sandbox.dir, 'report.md'), 'utf8');
     expect(report).toContain('| model | passed | 95% CI | pass^3 | flip rate |');
+    // Under the terminal's matrix, the same per model.
+    expect(result.stderr).toMatch(/^model +passed +95% CI +pass\^3 +flip rate +median steps/m);
+    expect(result.stderr).toMatch(new RegExp(`^${FLAKY} +5/6 \\(83%\\) +44–97% +50% +50% `, 'm'));
     expect(report).toContain(`| ${FLAKY} | 5/6 (83%) | 44–97% | 50% | 50% |`);
 
     // Without --json, a line per model says the same.
