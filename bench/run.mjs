@@ -26,6 +26,10 @@ const PARTS = {
     what: 'prompt-cache share against the best possible: 20 steps on one and two servers, 40 steps with compaction',
     args: tsx('cache-share.ts'),
   },
+  battery: {
+    what: "a battery's model loads and simulated time against the best schedule: one server with JIT + Auto-Evict, two servers",
+    args: tsx('battery-loads.ts'),
+  },
   queue: {
     what: 'runs through the Postgres queue on 1, 2, 4 workers against in-process; event lag',
     args: tsx('queue-throughput.ts'),

@@ -8,12 +8,16 @@ import { stringify } from 'yaml';
 import { type FabricConfig, loadConfig } from '../../src/config/load.ts';
 import type { RunResult } from '../../src/domain/run-result.ts';
 import { createFabric } from '../../src/composition/fabric.ts';
+import { openBattery } from '../../src/composition/battery.ts';
+import type { CellResult } from '../../src/application/battery/battery-types.ts';
 import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 
 /** A fabric as the benches use it. */
 export interface BenchFabric {
   readonly config: FabricConfig;
   run(task: string): Promise<RunResult>;
+  /** Runs the battery file at `file` (absolute) to its end, as `fabric battery FILE` does. */
+  battery(file: string): Promise<readonly CellResult[]>;
   /** Opens the control store and waits until it answers, as a server is before its runs come. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -60,6 +64,11 @@ export async function openFabric(
         ...(on.workspace === undefined ? {} : { workspace: on.workspace }),
         signal: new AbortController().signal,
       }),
+    battery: async (file) => {
+      const signal = new AbortController().signal;
+      const session = await openBattery(fabric, { file, signal });
+      return (await session.run(signal)).results;
+    },
     ready: async () => {
       await (await fabric.controlStore())?.migrate();
     },

@@ -47,7 +47,9 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
     models: {
       probe: (signal) => fabric.catalog.probe(signal, () => {}),
       refresh: () => fabric.refreshCatalog(),
+      release: async (model) => void (await fabric.unloadLoadedModel(model)),
     },
+    readRunlog: async (ref) => (await fabric.runLogStore.read(ref)).events,
     states: new BatteryStateFiles(config.runs_dir),
     loadFile: loadBatteryFile,
     paths: fileBatteryPaths,
@@ -109,6 +111,7 @@ export function cellJobFor(fabric: Fabric, services: { readonly cells: CellRepor
   const ports: CellJobPorts = {
     runTask: (request) => fabric.run(request),
     checksFor: (specialist) => checksFor(fabric, specialist),
+    readRunlog: async (ref) => (await fabric.runLogStore.read(ref)).events,
     workspacesFromArchive: (archive) =>
       new ArchiveWorkspaces(() => archives.get(archive, (id) => services.cells.archive(id))),
     reports: services.cells,

@@ -205,6 +205,14 @@ export class Fabric {
     return this.#runs.validate(request);
   }
 
+  /**
+   * Unloads a model from the LM Studio servers this fabric loaded it on (at a run's window),
+   * never one loaded by hand: a battery does so after a model's cells (SPEC §12.1).
+   */
+  unloadLoadedModel(model: string): Promise<string[]> {
+    return this.#llm.unloadLoaded(model);
+  }
+
   /** Forgets what the backends were last seen to have, so the next run asks them again. */
   refreshCatalog(): void {
     this.#llm.catalog.invalidate();

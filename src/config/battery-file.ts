@@ -31,6 +31,16 @@ const ExpectSchema = v.strictObject({
   commands: v.optional(v.array(nonEmpty), []),
   /** Files of the cell's workspace and a text each must contain. */
   files_contain: v.optional(v.record(workspacePath, v.string()), {}),
+  /** A tool (or tools) the run must have called (SPEC §12.1). */
+  tool_used: v.optional(v.union([nonEmpty, v.pipe(v.array(nonEmpty), v.minLength(1))])),
+  /** A tool (or tools) the run must not have called. */
+  tool_not_used: v.optional(v.union([nonEmpty, v.pipe(v.array(nonEmpty), v.minLength(1))])),
+  /** The most steps the run may take. */
+  max_steps: v.optional(positiveInt),
+  /** The most seconds the run may take (from its start to its end). */
+  max_seconds: v.optional(v.pipe(v.number(), v.minValue(0, 'a number of seconds, 0 or more'))),
+  /** The most tokens (prompt and completion) the run may use. */
+  max_tokens: v.optional(positiveInt),
 });
 
 const TaskSchema = v.strictObject({

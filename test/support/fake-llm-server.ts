@@ -8,6 +8,7 @@ import {
   ollamaUnknownRoute,
 } from './fake-llm-catalog.ts';
 import { findModel, jsonAnswer, loadedContextOf, ollamaRegistryName } from './fake-llm-models.ts';
+import { FakeModelLoads } from './fake-llm-loads.ts';
 import { ollamaNativeBody, ollamaNativeShapeError, ollamaNativeStream } from './fake-llm-ollama-chat.ts';
 import {
   defaultStyle,
@@ -29,6 +30,7 @@ import type {
 export type {
   FakeChatMessage,
   FakeFlavor,
+  FakeLoad,
   FakeLlmServer,
   FakeLlmServerOptions,
   FakeModel,
@@ -61,30 +63,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
   const sockets = new Set<Socket>();
   const ollamaVersion = options.ollamaVersion ?? '0.12.6';
 
-  /**
-   * LM Studio's `POST /api/v1/models/load` (0.4.0+): loads the model at the context asked for (at
-   * most its trained length, or `loadsAtMost`), and answers with its load config.
-   */
-  const loadModel = (body: unknown): Answer => {
-    const request = (body ?? {}) as { model?: unknown; context_length?: unknown };
-    const model = (options.models ?? []).find((m) => m.id === request.model);
-    if (model === undefined)
-      return jsonAnswer(404, {
-        error: { type: 'model_not_found', message: `Model "${String(request.model)}" not found` },
-      });
-    const asked =
-      typeof request.context_length === 'number' ? request.context_length : loadedContextOf(model);
-    const context = Math.min(asked, model.maxContextLength ?? asked, model.loadsAtMost ?? asked);
-    model.loaded = true;
-    model.contextLength = context;
-    return jsonAnswer(200, {
-      type: 'llm',
-      instance_id: model.id,
-      load_time_seconds: 0.42,
-      status: 'loaded',
-      load_config: { context_length: context, eval_batch_size: 512, parallel: 4, flash_attention: true },
-    });
-  };
+  const modelLoads = new FakeModelLoads(options.models ?? [], options.jitAutoEvict === true);
 
   const route = async (method: string, path: string, body: unknown, rawBody: string): Promise<Answer> => {
     if (
@@ -99,7 +78,15 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       path === '/api/v1/models/load' &&
       options.lmStudioV1Api === true
     ) {
-      return loadModel(body);
+      return modelLoads.load(body);
+    }
+    if (
+      flavor === 'lm_studio' &&
+      method === 'POST' &&
+      path === '/api/v1/models/unload' &&
+      options.lmStudioV1Api === true
+    ) {
+      return modelLoads.unload(body);
     }
     if (flavor === 'lm_studio') {
       return (
@@ -160,6 +147,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
           ? undefined
           : windowOverflow(api, body, model);
       if (overflow !== undefined) return overflow;
+      if (flavor === 'lm_studio') modelLoads.chat(model);
     }
     // A responder answers from the request itself (which model, which task, how far the
     // conversation is), so concurrent runs cannot take each other's turns.
@@ -335,6 +323,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     requests,
     chatRequests: () => requests.filter((r) => r.method === 'POST' && CHAT_PATHS.has(r.path)),
     maxChatsInFlight: () => maxInFlight,
+    loads: () => [...modelLoads.loads],
+    unloads: () => [...modelLoads.unloads],
     push: (...turns) => {
       script.push(...turns);
     },

@@ -31,6 +31,15 @@ export interface FakeModel {
   parallel?: number;
 }
 
+/** One load of a model: through the REST API, or JIT on a chat request. */
+export interface FakeLoad {
+  readonly model: string;
+  readonly via: 'api' | 'jit';
+  readonly contextLength: number;
+  /** When it happened (Date.now()). */
+  readonly at: number;
+}
+
 /** A tool call the scripted model makes; arguments may be given as text (even malformed) or as an object. */
 export interface ScriptedToolCall {
   name: string;
@@ -95,6 +104,10 @@ export interface FakeLlmServer {
   push(...turns: ScriptedTurn[]): void;
   /** Appends turns to the script of requests whose first user message contains `match`. */
   pushFor(match: string, ...turns: ScriptedTurn[]): void;
+  /** Every model load: through `POST /api/v1/models/load`, or JIT (with `jitAutoEvict`). */
+  loads(): FakeLoad[];
+  /** The instances unloaded through `POST /api/v1/models/unload`, in order. */
+  unloads(): string[];
   /** Stops at once, destroying open sockets, as a backend that dies would. */
   stop(): Promise<void>;
 }
@@ -138,6 +151,11 @@ export interface FakeLlmServerOptions {
   intercept?: (request: RecordedRequest) => Answer | undefined;
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
+  /**
+   * LM Studio's JIT loading with Auto-Evict (its default): a chat request for a model not loaded
+   * loads it and evicts the model JIT-loaded before it, each load recorded in `loads()`.
+   */
+  jitAutoEvict?: boolean;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */

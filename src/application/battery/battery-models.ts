@@ -5,6 +5,7 @@
  */
 import type { BatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { sameModel } from '../models/resolve-model.ts';
 import type { RunTask } from '../run/run-request.ts';
@@ -51,6 +52,7 @@ export interface CatalogCellRunnerPorts {
   readonly runTask: RunTask;
   readonly expandModelAlias: (name: string) => string;
   readonly models: BatteryModels;
+  readonly readRunlog?: (ref: string) => Promise<readonly RunEvent[]>;
 }
 
 /** Cells as ordinary runs of one specialist; a model's fitness read from the backends' catalog. */
@@ -71,7 +73,10 @@ export class CatalogCellRunner implements CellRunner {
     const copies = probes.filter((p) => p.ok).flatMap((p) => p.models.filter((m) => sameModel(m.id, id)));
     if (copies.length === 0) {
       const asked = probes.map((p) => `${p.backend} ${p.baseUrl}${p.ok ? '' : ' (down)'}`).join(', ');
-      return `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`;
+      throw new FabricError(
+        probes.some((p) => p.ok) ? 'model_not_found' : 'backend_unavailable',
+        `No backend has the model "${id}" (asked: ${asked}). Load it in LM Studio or pull it with Ollama, or leave it out of the battery.`,
+      );
     }
     if (copies.every((m) => m.type === 'embedding')) {
       return `"${id}" is an embedding model; it cannot chat. Leave it out of the battery.`;
@@ -80,6 +85,15 @@ export class CatalogCellRunner implements CellRunner {
       return `The model "${id}" cannot call tools (its backend says it was not trained for tool use), and every cell needs them. Pick a tool-capable model (\`fabric models\`).`;
     }
     return null;
+  }
+
+  async release(model: string): Promise<void> {
+    await this.#ports.models.release?.(this.#ports.expandModelAlias(model)).catch(() => {});
+  }
+
+  events(runlog: string): Promise<readonly RunEvent[]> {
+    const read = this.#ports.readRunlog;
+    return read === undefined ? Promise.resolve([]) : read(runlog);
   }
 
   run(request: CellRunRequest): Promise<RunResult> {

@@ -2,6 +2,7 @@
  * The ports a battery needs. The runner decides what runs and how many cells at once; these
  * adapters do the rest — it never sees a server URL or a file system (SPEC §2, §12).
  */
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import type { CellKey, CellResult, CheckOutcome } from './battery-types.ts';
 
@@ -34,12 +35,20 @@ export interface CellRunRequest {
  */
 export interface CellRunner {
   /**
-   * Why `model` cannot run a cell (missing, known to lack tools), or null when it can. Asked
-   * before every cell, from what the backends have now: models are loaded and unloaded as a
-   * battery goes (SPEC §12).
+   * Why `model` cannot run a cell (known to lack tools, an embedding model: the model's own
+   * failing), or null when it can. Throws when the model is missing or no backend answers: the
+   * infrastructure's failing (SPEC §12.1). Asked before every cell, from what the backends have
+   * now: models are loaded and unloaded as a battery goes (SPEC §12).
    */
   unusable(model: string, signal: AbortSignal): Promise<string | null>;
   run(request: CellRunRequest): Promise<RunResult>;
+  /**
+   * A run's events, read back from its runlog (`RunResult.runlog`): what the checks and the
+   * per-model figures read (SPEC §12.1). Absent: those checks are skipped, the figures empty.
+   */
+  events?(runlog: string): Promise<readonly RunEvent[]>;
+  /** The battery is done with `model`: unload it where this process loaded it. Never throws. */
+  release?(model: string): Promise<void>;
 }
 
 /** Runs a cell's `expect` checks in its workspace. */

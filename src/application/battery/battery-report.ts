@@ -5,21 +5,30 @@
 import type { BatterySummary, CellSummary, ModelSummary } from './battery-summary.ts';
 import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { plural } from '../../domain/words.ts';
+import { callsText } from './model-facts.ts';
 
 /** What the matrix shows for cells not ended yet. */
 export type LiveState = 'pending' | 'running';
 
-/** One matrix entry for a task × model (all its repeats). */
-function entry(cells: readonly CellSummary[], live: LiveState | undefined): string {
+/** What a matrix entry reads of a cell. */
+type EntryCell = Pick<CellSummary, 'passed' | 'steps' | 'status' | 'failed_check'> & {
+  readonly infrastructure?: boolean | undefined;
+};
+
+/** One matrix entry for a task × model (all its repeats); `⚠` marks infrastructure failures. */
+function entry(cells: readonly EntryCell[], live: LiveState | undefined): string {
   if (cells.length === 0) return live === 'running' ? '…' : '·';
   if (cells.length === 1) {
-    const [cell] = cells as [CellSummary];
+    const [cell] = cells as [EntryCell];
     if (cell.passed) return `✓ ${cell.steps} st`;
+    if (cell.infrastructure === true) return '⚠ infra';
     if (cell.status === 'not_run') return '– not run';
     return `✗ ${shortCheck(cell.failed_check)}`;
   }
-  const passed = cells.filter((cell) => cell.passed).length;
-  return `${passed}/${cells.length} ✓${live === 'running' ? ' …' : ''}`;
+  const counted = cells.filter((cell) => cell.infrastructure !== true);
+  const passed = counted.filter((cell) => cell.passed).length;
+  const infra = cells.length - counted.length;
+  return `${passed}/${counted.length} ✓${infra > 0 ? ` ⚠${infra}` : ''}${live === 'running' ? ' …' : ''}`;
 }
 
 function shortCheck(check: string | null): string {
@@ -47,6 +56,15 @@ export function renderMatrix(
       return cells.length > 0 && cells.length < all && all > 1 ? `${text} (${cells.length}/${all})` : text;
     }),
   ]);
+  return fixedWidth(header, rows);
+}
+
+/** The per-model table as fixed-width text (under the terminal's matrix once the battery ends). */
+export function renderModelTable(plan: BatteryPlan, summary: BatterySummary): string {
+  return fixedWidth(modelHead(plan.repeat), modelRows(summary.models, plan.repeat));
+}
+
+function fixedWidth(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
   const line = (row: readonly string[]) =>
     row
@@ -61,14 +79,76 @@ export function pairId(task: string, model: string): string {
   return `${task}\u0000${model}`;
 }
 
-/** The per-model table's rows. */
-export function modelRows(models: readonly ModelSummary[]): string[][] {
+/** A share as a whole percentage; `–` for none. */
+export function percent(value: number | null): string {
+  return value === null ? '–' : `${Math.round(value * 100)}%`;
+}
+
+/** The 95% Wilson interval as `35–88%`; `–` when no cell counts. */
+export function intervalText(model: Pick<ModelSummary, 'interval'>): string {
+  const { interval } = model;
+  return interval === null ? '–' : `${Math.round(interval.low * 100)}–${Math.round(interval.high * 100)}%`;
+}
+
+/**
+ * A model's scores over repeats in one line (SPEC §12.1): pass@1 with its 95% interval, and with
+ * more than one repeat pass^k and the flip rate.
+ */
+export function scoresLine(model: ModelSummary, repeat: number): string {
+  const parts = [`pass@1 ${percent(model.pass_at_1)} (95% CI ${intervalText(model)})`];
+  if (repeat > 1)
+    parts.push(`pass^${repeat} ${percent(model.pass_hat_k)}`, `flip rate ${percent(model.flip_rate)}`);
+  return parts.join(' · ');
+}
+
+/** The per-model table's head, for `repeat` repeats. */
+export function modelHead(repeat: number): string[] {
+  return [
+    'model',
+    'passed',
+    '95% CI',
+    ...(repeat > 1 ? [`pass^${repeat}`, 'flip rate'] : []),
+    'median steps',
+    'median time',
+    'tokens',
+  ];
+}
+
+/** The per-model table's rows, for `repeat` repeats (columns as `modelHead`). */
+export function modelRows(models: readonly ModelSummary[], repeat: number): string[][] {
   return models.map((m) => [
     m.model,
     `${m.passed}/${m.total} (${Math.round(m.pass_rate * 100)}%)`,
+    intervalText(m),
+    ...(repeat > 1 ? [percent(m.pass_hat_k), percent(m.flip_rate)] : []),
     m.median_steps === null ? '–' : String(m.median_steps),
     m.median_seconds === null ? '–' : `${m.median_seconds} s`,
     String(m.tokens),
+  ]);
+}
+
+/** The head of the table of how each model worked (SPEC §12.1). */
+export const WORK_HEAD = ['model', 'profile', 'window', 'tool calls', 'reasoning tokens', 'empty turns'];
+
+/** The profile as its globs, `–` when none matched. */
+export function profileText(model: Pick<ModelSummary, 'profile'>): string {
+  return model.profile.length === 0 ? '–' : model.profile.join(', ');
+}
+
+/** The windows its runs worked in: one, several (`4096/8192`: not a fair comparison), or `–`. */
+export function windowsText(model: Pick<ModelSummary, 'windows'>): string {
+  return model.windows.length === 0 ? '–' : model.windows.join('/');
+}
+
+/** How each model worked: its profile and window, its calls by dialect, reasoning, empty turns. */
+export function workRows(models: readonly ModelSummary[]): string[][] {
+  return models.map((m) => [
+    m.model,
+    profileText(m),
+    windowsText(m),
+    callsText(m),
+    String(m.reasoning_tokens),
+    String(m.empty_turns),
   ]);
 }
 
@@ -86,7 +166,8 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
       ),
     ),
   ]);
-  const failures = cells.filter((cell) => !cell.passed);
+  const failures = cells.filter((cell) => !cell.passed && !cell.infrastructure);
+  const infrastructure = cells.filter((cell) => cell.infrastructure);
   // The message's first line is its summary (as the terminal shows it); the lines after it, the
   // detail (a cargo test failure's assertion and output), go below it as they are, not folded
   // into the summary, where they repeated it.
@@ -95,6 +176,10 @@ export function renderReport(plan: BatteryPlan, summary: BatterySummary): string
     const detail = detailBlock(rest);
     return `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${cell.failed_check ?? 'failed'} — ${oneLine(first)}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}${detail}`;
   });
+  const infrastructureLines = infrastructure.map(
+    (cell) =>
+      `- **${cell.task}** × \`${cell.model}\`${plan.repeat > 1 ? ` #${cell.repeat}` : ''}: ${oneLine((cell.error ?? '').split('\n')[0] ?? '')}${cell.run_id === null ? '' : ` (run \`${cell.run_id}\`)`}`,
+  );
   return `# Battery ${summary.name}
 
 Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(plan.tasks.length, 'task')} × ${plural(plan.models.length, 'model')} × ${plural(plan.repeat, 'repeat')}
@@ -103,16 +188,34 @@ Battery id \`${summary.id}\` · specialist \`${plan.specialist}\` · ${plural(pl
 
 ${table(['task', ...plan.models.map((m) => `\`${m}\``)], matrixRows)}
 
-✓ passed (steps) · ✗ the check that failed · – the cell could not run
+✓ passed (steps) · ✗ the check that failed · – the cell could not run · ⚠ its infrastructure failed it (not counted)
 
 ## Per model
 
-${table(['model', 'passed', 'median steps', 'median time', 'tokens'], modelRows(summary.models))}
+${table(modelHead(plan.repeat), modelRows(summary.models, plan.repeat))}
+
+pass@1: the share of cells passed · 95% CI: its Wilson interval${plan.repeat > 1 ? ` · pass^${plan.repeat}: the share of tasks passed on every repeat · flip rate: the share of tasks whose outcome differs between repeats` : ''}
+
+## How each model worked
+
+${table(WORK_HEAD, workRows(summary.models))}
+
+Profile: the profile globs that matched the model (SPEC §16) · window: the context its runs worked in · tool calls: returned natively, or recovered from text and in which dialect · empty turns: turns with no text and no call (steps lost)
 
 ## Failures
 
 ${failureLines.length === 0 ? 'None.' : failureLines.join('\n')}
-`;
+${
+  infrastructureLines.length === 0
+    ? ''
+    : `
+## Infrastructure failures
+
+Not counted against the models; \`fabric battery --resume ${summary.id}\` runs these cells again.
+
+${infrastructureLines.join('\n')}
+`
+}`;
 }
 
 function escapeCell(text: string): string {

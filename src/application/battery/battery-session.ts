@@ -224,6 +224,7 @@ export class BatterySession {
         },
         {
           concurrency: this.concurrency,
+          servers: Math.max(1, ports.settings.servers),
           done: this.#cells,
           signal,
           onCellStart: (cell) => {

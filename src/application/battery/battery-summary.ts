@@ -1,9 +1,18 @@
 /** A battery's result in SPEC §12's `--json` shape: every cell, and per model its scores. */
 import type { BatteryPlan, CellResult } from './battery-types.ts';
 import { cellId, planCells } from './battery-types.ts';
+import { type RepeatScores, repeatScores } from './battery-stats.ts';
+import { type ModelFacts, modelFacts } from './model-facts.ts';
 
-/** A cell as `--json` prints it: a `CellResult` without its checks and times. */
-export type CellSummary = Pick<
+/**
+ * A cell as `--json` prints it: a `CellResult` without its checks and times; `infrastructure`
+ * true when its infrastructure failed it (not counted against the model).
+ */
+export type CellSummary = {
+  readonly infrastructure: boolean;
+  /** The window its run worked in (SPEC §17), when known. */
+  readonly window_tokens: number | null;
+} & Pick<
   CellResult,
   | 'task'
   | 'model'
@@ -18,11 +27,17 @@ export type CellSummary = Pick<
   | 'seconds'
 >;
 
-/** A model's scores: medians over its cells that ran; null when none did. */
-export interface ModelSummary {
+/**
+ * A model's scores: medians over its cells that ran (null when none did); over repeats
+ * (SPEC §12.1), pass@1, pass^k, flip rate and the 95% Wilson interval of its cells done.
+ */
+export interface ModelSummary extends RepeatScores, ModelFacts {
   readonly model: string;
   readonly passed: number;
+  /** The cells that count against the model: done, and not failed by their infrastructure. */
   readonly total: number;
+  /** The cells its infrastructure failed (a server down, the model missing or not loading). */
+  readonly infrastructure_failures: number;
   readonly pass_rate: number;
   readonly median_steps: number | null;
   readonly median_seconds: number | null;
@@ -59,23 +74,41 @@ export function summarizeBattery(
         steps: 0,
         tokens: 0,
         seconds: 0,
+        infrastructure: false,
+        window_tokens: null,
       };
     }
-    const { checks: _checks, started_at: _started, ended_at: _ended, ...summary } = result;
-    return summary;
+    const {
+      checks: _checks,
+      started_at: _started,
+      ended_at: _ended,
+      attempts: _attempts,
+      facts,
+      infrastructure,
+      ...summary
+    } = result;
+    return {
+      ...summary,
+      infrastructure: infrastructure === true,
+      window_tokens: facts?.window_tokens ?? null,
+    };
   });
   const models = plan.models.map((model): ModelSummary => {
     const mine = cells.filter((cell) => cell.model === model);
-    const ran = mine.filter((cell) => cell.run_id !== null);
-    const passed = mine.filter((cell) => cell.passed).length;
+    const ran = mine.filter((cell) => cell.run_id !== null && !cell.infrastructure);
+    const scored = mine.filter((cell) => byId.has(cellId(cell)) && !cell.infrastructure);
+    const passed = scored.filter((cell) => cell.passed).length;
     return {
       model,
       passed,
-      total: mine.length,
-      pass_rate: mine.length === 0 ? 0 : Math.round((passed / mine.length) * 1000) / 1000,
+      total: scored.length,
+      infrastructure_failures: mine.filter((cell) => cell.infrastructure).length,
+      pass_rate: scored.length === 0 ? 0 : Math.round((passed / scored.length) * 1000) / 1000,
       median_steps: median(ran.map((cell) => cell.steps)),
       median_seconds: median(ran.map((cell) => cell.seconds)),
       tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),
+      ...repeatScores(scored),
+      ...modelFacts(results.filter((cell) => cell.model === model)),
     };
   });
   return { id: plan.id, name: plan.name, cells, models };

@@ -4,6 +4,7 @@
  */
 import type { BatteryExpect } from '../../config/battery-file.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
+import type { RunFacts } from './run-facts.ts';
 
 /** One task of a battery, with its checks. */
 export interface BatteryTaskSpec {
@@ -57,6 +58,16 @@ export interface CellResult extends CellKey {
   /** From the run's start to the end of its checks. */
   readonly seconds: number;
   readonly checks: readonly CheckOutcome[];
+  /**
+   * The cell failed for its infrastructure (a server down, a model missing or failing to load, a
+   * cut stream after retries), not its model: never counted against the model, and run again by
+   * `--resume` (SPEC §12.1). Absent in states written before it was kept: false.
+   */
+  readonly infrastructure?: boolean;
+  /** How many times the cell was tried in its last session (more than 1 after infrastructure failures). */
+  readonly attempts?: number;
+  /** What its run's runlog says of how the model worked: calls, reasoning, window, profile. */
+  readonly facts?: RunFacts;
   /** When the cell started (its model check, then its run) and ended its checks (ISO 8601). */
   readonly started_at: string;
   readonly ended_at: string;
@@ -67,7 +78,10 @@ export function cellId(cell: CellKey): string {
   return `${cell.task} × ${cell.model} #${cell.repeat}`;
 }
 
-/** Every cell of a plan, interleaved so that cells running side by side use different models. */
+/**
+ * Every cell of a plan in the order they are shown (task after task, each with every model);
+ * they run model after model (`CellSchedule`).
+ */
 export function planCells(plan: BatteryPlan): CellKey[] {
   const cells: CellKey[] = [];
   for (let repeat = 1; repeat <= plan.repeat; repeat++) {

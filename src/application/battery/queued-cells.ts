@@ -69,6 +69,8 @@ export class QueuedCellExecutor implements CellExecutor {
         steps: row.steps ?? 0,
         tokens: row.total_tokens ?? 0,
         error: `the run was interrupted twice, its worker stopped heartbeating each time (runs ${interrupted.join(', ')})`,
+        // Dead workers are the infrastructure's failure, not the model's (SPEC §12.1).
+        error_code: 'internal',
       };
       return { kind: 'ran', run: ran, checks: await runChecks(work.spec, ran, undefined, undefined, signal) };
     }

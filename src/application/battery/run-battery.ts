@@ -15,6 +15,8 @@ import {
   planCells,
 } from './battery-types.ts';
 import { type CellExecutor, LocalCellExecutor } from './cell-executor.ts';
+import { CellSchedule } from './cell-schedule.ts';
+import { INFRASTRUCTURE_ATTEMPTS, isInfrastructureCode } from './infrastructure-faults.ts';
 
 /** What the runner needs. */
 export interface BatteryDeps {
@@ -32,6 +34,11 @@ export interface BatteryDeps {
 
 export interface RunBatteryOptions {
   readonly concurrency: number;
+  /**
+   * The servers the cells share (default: `concurrency`): at most this many models run at once,
+   * each model's cells one after another (SPEC §12.1), so a server loads each model once.
+   */
+  readonly servers?: number;
   /** Cells already done (`--resume`): kept as they are, except those that could not run. */
   readonly done?: readonly CellResult[];
   readonly signal: AbortSignal;
@@ -45,9 +52,14 @@ export interface BatteryOutcome {
   readonly interrupted: boolean;
 }
 
-/** The cells of a plan still to run: not done, or done without a run (a model was missing). */
+/**
+ * The cells of a plan still to run: not done, done without a run, or failed by their
+ * infrastructure (a server down, a model missing: SPEC §12.1).
+ */
 export function pendingCells(plan: BatteryPlan, done: readonly CellResult[]): CellKey[] {
-  const finished = new Set(done.filter((r) => r.status !== 'not_run').map((r) => cellId(r)));
+  const finished = new Set(
+    done.filter((r) => r.status !== 'not_run' && r.infrastructure !== true).map((r) => cellId(r)),
+  );
   return planCells(plan).filter((cell) => !finished.has(cellId(cell)));
 }
 
@@ -58,14 +70,33 @@ export async function runBattery(
   options: RunBatteryOptions,
 ): Promise<BatteryOutcome> {
   const done = new Map((options.done ?? []).map((result) => [cellId(result), result]));
-  const queue = pendingCells(plan, options.done ?? []);
+  const pending = pendingCells(plan, options.done ?? []);
+  const schedule = new CellSchedule(pending, options.servers ?? options.concurrency);
   const tasks = new Map(plan.tasks.map((task) => [task.id, task]));
   const executor = deps.executor ?? new LocalCellExecutor(deps.runner, deps.workspaces, deps.checks);
   const worker = async () => {
-    for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
-      if (options.signal.aborted) return;
+    let current: string | undefined;
+    for (;;) {
+      const cell = schedule.next(current);
+      // Done with a model's cells (no worker holds it, none left): unload it where this process
+      // loaded it, so the next model has the memory.
+      if (current !== undefined && cell?.model !== current && schedule.finished(current))
+        await deps.runner.release?.(current);
+      if (cell === undefined) return;
+      current = cell.model;
+      if (options.signal.aborted) {
+        schedule.release(current);
+        return;
+      }
       options.onCellStart?.(cell);
-      const result = await runCell(plan, tasks.get(cell.task)!, cell, deps, executor, options.signal);
+      // A cell its infrastructure failed is tried again, a bounded number of times.
+      let result: CellResult | undefined;
+      for (let attempt = 1; attempt <= INFRASTRUCTURE_ATTEMPTS; attempt++) {
+        result = await runCell(plan, tasks.get(cell.task)!, cell, deps, executor, options.signal);
+        if (result === undefined) break;
+        result = { ...result, attempts: attempt };
+        if (result.infrastructure !== true) break;
+      }
       // A cell Ctrl-C stopped is not done: `--resume` runs it again. Nothing half-recorded.
       if (result === undefined) continue;
       done.set(cellId(cell), result);
@@ -73,7 +104,7 @@ export async function runBattery(
       options.onCellEnd?.(result);
     }
   };
-  const workers = Math.max(1, Math.min(options.concurrency, queue.length));
+  const workers = Math.max(1, Math.min(options.concurrency, pending.length));
   await Promise.all(Array.from({ length: workers }, worker));
   const order = planCells(plan).map(cellId);
   const results = order.flatMap((id) => done.get(id) ?? []);
@@ -101,20 +132,26 @@ async function runCell(
       steps: 0,
       tokens: 0,
       checks: [],
+      infrastructure: false,
       ...fields,
       seconds: Math.round((now.getTime() - started) / 10) / 100,
       started_at: startedAt.toISOString(),
       ended_at: now.toISOString(),
     };
   };
-  const notRun = (error: string): CellResult =>
-    finish({ status: 'not_run', passed: false, failed_check: 'run', error });
+  const notRun = (error: string, infrastructure: boolean): CellResult =>
+    finish({ status: 'not_run', passed: false, failed_check: 'run', error, infrastructure });
 
-  const unusable = await deps.runner
-    .unusable(cell.model, signal)
-    .catch((error: unknown) => errorMessage(error));
+  // A model unfit for the cells is its own failing; one missing, or no catalog, the infrastructure's.
+  let unusable: string | null;
+  try {
+    unusable = await deps.runner.unusable(cell.model, signal);
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    return notRun(errorMessage(error), true);
+  }
   if (signal.aborted) return undefined;
-  if (unusable !== null) return notRun(unusable);
+  if (unusable !== null) return notRun(unusable, false);
   const outcome = await executor.execute(
     {
       cell,
@@ -129,8 +166,21 @@ async function runCell(
     case 'stopped':
       return undefined;
     case 'not_run':
-      return notRun(outcome.error);
+      return notRun(outcome.error, outcome.infrastructure !== false);
     case 'ran': {
+      if (outcome.run.status === 'failed' && isInfrastructureCode(outcome.run.error_code)) {
+        return finish({
+          status: 'failed',
+          passed: false,
+          failed_check: 'run',
+          error: outcome.run.error ?? `the run failed (${outcome.run.error_code})`,
+          run_id: outcome.run.run_id,
+          steps: outcome.run.steps,
+          tokens: outcome.run.tokens,
+          checks: outcome.checks,
+          infrastructure: true,
+        });
+      }
       const failed = outcome.checks.find((check) => check.outcome === 'failed');
       return finish({
         status: outcome.run.status,
@@ -141,6 +191,7 @@ async function runCell(
         steps: outcome.run.steps,
         tokens: outcome.run.tokens,
         checks: outcome.checks,
+        ...(outcome.run.facts === undefined ? {} : { facts: outcome.run.facts }),
       });
     }
   }

@@ -4,6 +4,7 @@
  * the models, the runs, the control plane and the queue. The composition root wires the adapters
  * (`src/composition/battery.ts`); the tests wire in-memory ones.
  */
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { BatteryFile, KnownSpecialists } from '../../config/battery-file.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
 import type { ControlReader } from '../control/control-ports.ts';
@@ -56,6 +57,11 @@ export interface BatteryModels {
   probe(signal: AbortSignal): Promise<readonly BackendProbe[]>;
   /** Forgets what the backends were last seen to have, so the next probe asks them again. */
   refresh(): void;
+  /**
+   * Unloads a model from the servers this process loaded it on (at a run's window), never one
+   * loaded by hand: after a model's cells, so the next model has the memory (SPEC §12.1).
+   */
+  release?(model: string): Promise<void>;
 }
 
 /** The queue's part a battery uses to have its cells run by `fabric worker`s. */
@@ -90,6 +96,8 @@ export interface BatterySessionPorts {
   /** A new run id (a queued cell's run must have one before it starts). */
   readonly newRunId: () => string;
   readonly models: BatteryModels;
+  /** A run's events, read back from its runlog (the checks and per-model figures read them). */
+  readonly readRunlog?: (ref: string) => Promise<readonly RunEvent[]>;
   readonly states: BatteryStates;
   /** Reads and validates a battery file (`config_invalid` naming the field, exit 2). */
   readonly loadFile: (path: string, specialists?: KnownSpecialists) => Promise<BatteryFile>;

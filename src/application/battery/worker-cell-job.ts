@@ -4,6 +4,7 @@
  * outcome reported to the queue's database for the battery's runner to collect.
  */
 import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { CellReports, QueuedRun } from '../queue/queue-ports.ts';
 import type { RunTask } from '../run/run-request.ts';
 import type { CellRunRequest, CellWorkspaces, ExpectChecks } from './battery-ports.ts';
@@ -19,6 +20,8 @@ export interface CellJobPorts {
   readonly workspacesFromArchive: (archive: string) => CellWorkspaces;
   /** Where the outcome goes: the battery's runner collects it there. */
   readonly reports: Pick<CellReports, 'report'>;
+  /** A run's events, read back from its runlog (the checks and per-model figures read them). */
+  readonly readRunlog?: (ref: string) => Promise<readonly RunEvent[]>;
   /** Waits between attempts at reporting; default a timer. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -55,6 +58,7 @@ export async function executeQueuedCell(
         signal: request.signal,
         onNotice,
       }),
+    ...(ports.readRunlog === undefined ? {} : { events: ports.readRunlog }),
   };
   const executor = new LocalCellExecutor(runner, workspaces, ports.checksFor(run.specialist));
   let outcome: CellOutcome = await executor.execute(

@@ -1,4 +1,4 @@
-import { loadLmStudioModel } from './lmstudio/lmstudio-load.ts';
+import { loadLmStudioModel, unloadLmStudioModel } from './lmstudio/lmstudio-load.ts';
 import type { BackendProbe, ChatClient, ModelCatalog } from '../../application/ports.ts';
 import {
   type ModelChoice,
@@ -33,6 +33,8 @@ export class LlmBackends {
   readonly health: HealthBook;
   readonly #loadTimeoutMs: number;
   readonly #sources: readonly Source[];
+  /** The models this process loaded (`loadAt`), and on which servers: the ones it may unload. */
+  readonly #loadedHere = new Map<string, Set<string>>();
   #probes: readonly BackendProbe[] = [];
 
   constructor(llm: LlmConfig, options: { health?: HealthBook } = {}) {
@@ -114,8 +116,29 @@ export class LlmBackends {
       signal,
     );
     // What the servers have changed: the next run asks them again.
-    if (loaded !== undefined) this.catalog.invalidate();
+    if (loaded !== undefined) {
+      this.catalog.invalidate();
+      const servers = this.#loadedHere.get(choice.model.id) ?? new Set<string>();
+      servers.add(choice.model.baseUrl);
+      this.#loadedHere.set(choice.model.id, servers);
+    }
     return loaded;
+  }
+
+  /**
+   * Unloads `model` from the servers this process loaded it on (`loadAt`), never one a person
+   * loaded; the servers it was unloaded from.
+   */
+  async unloadLoaded(model: string): Promise<string[]> {
+    const servers = this.#loadedHere.get(model);
+    if (servers === undefined) return [];
+    this.#loadedHere.delete(model);
+    const unloaded: string[] = [];
+    for (const baseUrl of servers) {
+      if (await unloadLmStudioModel(baseUrl, model, this.#loadTimeoutMs)) unloaded.push(baseUrl);
+    }
+    if (unloaded.length > 0) this.catalog.invalidate();
+    return unloaded;
   }
 
   /**

@@ -31,6 +31,9 @@ async function rejection(promise: Promise<unknown>): Promise<FabricError> {
   return error as FabricError;
 }
 
+const byPlace = (a: CellResult, b: CellResult) =>
+  `${a.task}/${a.model}/${a.repeat}`.localeCompare(`${b.task}/${b.model}/${b.repeat}`);
+
 describe('a battery session: its plan', () => {
   it('plans every task with every model, `repeat` times, in the canonical workspace', async () => {
     const { ports } = memoryBattery();
@@ -124,12 +127,13 @@ describe('a battery session: running and its state', () => {
     });
     expect(outcome.interrupted).toBe(false);
     expect(session.status).toBe('done');
-    expect(started).toEqual([`contains/${ALPHA}`, `contains/${BETA}`, `len/${ALPHA}`, `len/${BETA}`]);
+    // Model after model (each model loads once), though the plan lists task after task.
+    expect(started).toEqual([`contains/${ALPHA}`, `len/${ALPHA}`, `contains/${BETA}`, `len/${BETA}`]);
     expect(ended.map((cell) => [cell.task, cell.model, cell.status, cell.passed, cell.failed_check])).toEqual(
       [
         ['contains', ALPHA, 'succeeded', false, 'command: cargo test'],
-        ['contains', BETA, 'max_steps', false, 'status'],
         ['len', ALPHA, 'succeeded', true, null],
+        ['contains', BETA, 'max_steps', false, 'status'],
         ['len', BETA, 'max_steps', false, 'status'],
       ],
     );
@@ -159,8 +163,10 @@ describe('a battery session: running and its state', () => {
       ['running', 4],
       ['done', 4],
     ]);
+    // The state keeps the cells in the order they ended; the outcome lists them as the plan does.
     const kept = await memory.states.read(id);
-    expect(kept.cells).toEqual(outcome.results);
+    expect(kept.cells).toEqual(ended);
+    expect([...kept.cells].sort(byPlace)).toEqual([...outcome.results].sort(byPlace));
     expect(session.summary().models).toEqual([
       expect.objectContaining({ model: ALPHA, passed: 1, total: 2 }),
       expect.objectContaining({ model: BETA, passed: 0, total: 2 }),
@@ -209,7 +215,7 @@ describe('a battery session: running and its state', () => {
     const memory = memoryBattery({
       catalog: [catalogModel(ALPHA), catalogModel(BETA)],
       onRun: (request) => {
-        if (request.tags?.task === 'len') controller.abort();
+        if (request.model === BETA) controller.abort();
       },
     });
     const session = await BatterySession.open(memory.ports, {
@@ -219,7 +225,10 @@ describe('a battery session: running and its state', () => {
     const outcome = await session.run(controller.signal);
     expect(outcome.interrupted).toBe(true);
     expect(session.status).toBe('interrupted');
-    expect(outcome.results.map((cell) => cell.task)).toEqual(['contains', 'contains']);
+    expect(outcome.results.map((cell) => `${cell.task}/${cell.model}`)).toEqual([
+      `contains/${ALPHA}`,
+      `len/${ALPHA}`,
+    ]);
     const state = await memory.states.read(session.plan.id);
     expect(state.status).toBe('interrupted');
     expect(state.cells).toHaveLength(2);
@@ -304,10 +313,11 @@ describe('a battery session: resuming', () => {
       'run-contains-lab/alpha-7b',
     );
     const outcome = await session.run(signal());
+    // Beta's cells first (the first model with a cell left), then alpha's.
     expect(memory.runs.map((run) => `${run.tags?.task}/${run.model}`)).toEqual([
       `contains/${BETA}`,
-      `len/${ALPHA}`,
       `len/${BETA}`,
+      `len/${ALPHA}`,
     ]);
     expect(outcome.results.map((cell) => [cell.task, cell.model, cell.status])).toEqual([
       ['contains', ALPHA, 'succeeded'],

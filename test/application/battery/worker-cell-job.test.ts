@@ -74,6 +74,7 @@ describe("a worker's job for a queued battery cell", () => {
       steps: 5,
       tokens: 100,
       error: null,
+      error_code: null,
     });
     expect(outcome.checks.map((check) => [check.check, check.outcome])).toEqual([
       ['status', 'passed'],
@@ -105,7 +106,7 @@ describe("a worker's job for a queued battery cell", () => {
     );
     await expect(job).rejects.toMatchObject({ code: 'internal', message: 'No model "lab/alpha-7b"' });
     expect(attempts).toHaveLength(3);
-    expect(attempts[2]).toEqual({ kind: 'not_run', error: 'No model "lab/alpha-7b"' });
+    expect(attempts[2]).toEqual({ kind: 'not_run', error: 'No model "lab/alpha-7b"', infrastructure: true });
     expect(waits).toEqual([200, 400]);
   });
 });

@@ -174,7 +174,14 @@ describe('fabric battery over two LM Studio servers', () => {
     });
     expect(cell('ft-to-m', BETA).error).toContain('expected succeeded');
     for (const task of ['km-to-mi', 'ft-to-m']) {
-      expect(cell(task, GHOST)).toMatchObject({ status: 'not_run', passed: false, run_id: null });
+      // A missing model is the infrastructure's failure, not counted against it; no tools is its own.
+      expect(cell(task, GHOST)).toMatchObject({
+        status: 'not_run',
+        passed: false,
+        run_id: null,
+        infrastructure: true,
+      });
+      expect(cell(task, NO_TOOLS)).toMatchObject({ infrastructure: false });
       expect(cell(task, GHOST).error).toContain(`No backend has the model "${GHOST}"`);
       expect(cell(task, NO_TOOLS)).toMatchObject({ status: 'not_run', passed: false, run_id: null });
       expect(cell(task, NO_TOOLS).error).toContain('cannot call tools');
@@ -182,7 +189,14 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(json.models).toEqual([
       expect.objectContaining({ model: ALPHA, passed: 2, total: 2, pass_rate: 1 }),
       expect.objectContaining({ model: BETA, passed: 1, total: 2, pass_rate: 0.5 }),
-      expect.objectContaining({ model: GHOST, passed: 0, total: 2, pass_rate: 0, median_steps: null }),
+      expect.objectContaining({
+        model: GHOST,
+        passed: 0,
+        total: 0,
+        infrastructure_failures: 2,
+        median_steps: null,
+        interval: null,
+      }),
       expect.objectContaining({ model: NO_TOOLS, passed: 0, total: 2, pass_rate: 0 }),
     ]);
 
@@ -214,6 +228,7 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(report).toMatch(
       new RegExp(`\\*\\*ft-to-m\\*\\* × \`${BETA}\`: status — expected succeeded, the run ended max_steps`),
     );
+    expect(report).toContain('## Infrastructure failures');
     expect(report).toContain(`No backend has the model "${GHOST}"`);
     expect(report).toContain(cell('ft-to-m', BETA).run_id!);
 

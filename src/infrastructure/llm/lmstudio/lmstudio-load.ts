@@ -30,3 +30,25 @@ export async function loadLmStudioModel(
     return undefined;
   }
 }
+
+/**
+ * Unloads a model instance LM Studio loaded through its REST API (`POST /api/v1/models/unload
+ * {instance_id}`): an instance loaded so has no idle TTL (research/local-model-quirks.md). True
+ * when the server unloaded it; false when it answered otherwise or not at all.
+ */
+export async function unloadLmStudioModel(
+  baseUrl: string,
+  instanceId: string,
+  timeoutMs: number,
+): Promise<boolean> {
+  try {
+    const reply = await fetchJson(`${baseUrl}/api/v1/models/unload`, {
+      method: 'POST',
+      body: { instance_id: instanceId },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    return reply.status === 200 && asRecord(reply.body)?.error === undefined;
+  } catch {
+    return false;
+  }
+}

@@ -1,11 +1,18 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { renderReport } from '../../../application/battery/battery-report.ts';
+import {
+  profileText,
+  renderReport,
+  scoresLine,
+  windowsText,
+} from '../../../application/battery/battery-report.ts';
+import { callsText } from '../../../application/battery/model-facts.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { openBattery } from '../../../composition/battery.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { BatteryProgress } from '../battery-progress.ts';
+import { batteryReportHtml } from '../../http/viewer/battery-report-page.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
@@ -33,24 +40,32 @@ FILE is YAML (paths in it are relative to it):
         status: succeeded               # the default
         commands: [cargo test]          # must pass afterwards; must be in the sandbox allowlist
         files_contain: { src/region.rs: "fn contains_point" }
+        tool_used: edit_file            # a tool (or list) the run must call; tool_not_used: one it must not
+        max_steps: 12                   # also max_seconds and max_tokens (prompt and completion)
 
 Options:
       --models A,B        the models to compare (ids or llm.models aliases), or \`available\`:
                           every tool-capable model the backends have. Replaces the file's list.
       --concurrency N     cells at once (default: one per LM Studio server). A cell counts from
                           its run's start to the end of its checks. Each model's requests go to
-                          a server that has it loaded, else one that lists it.
-      --resume ID         run only the cells of battery ID not done yet (after Ctrl-C, or a
-                          model that was missing); the id is printed as a battery starts
-      --json              print the result as one JSON object on stdout
+                          a server that has it loaded, else one that lists it. Cells run model
+                          after model, so each server loads each model once.
+      --resume ID         run only the cells of battery ID not done yet (after Ctrl-C), or
+                          failed by their infrastructure (a server down, a model missing or
+                          not loading: tried 3 times, never counted against the model);
+                          the id is printed as a battery starts
+      --json              print the result as one JSON object on stdout; per model with
+                          pass@1, pass^k (tasks passed on every repeat), flip rate (tasks
+                          whose outcome differs between repeats) and a 95% Wilson interval
       --report FILE.md    write a Markdown report: the matrix, per-model pass rate, median
-                          steps, tokens and time, and each failure's check and message
+                          steps, tokens and time, and each failure's check and message;
+                          FILE.html: the same as one self-contained page (no network)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
   -h, --help              show this help
 
 The battery's state is kept in <runs_dir>/batteries/<id>.json after every cell.
-A missing model, or one without tool support, fails its cells with the reason; the battery
-goes on.
+A model without tool support fails its cells with the reason; a missing model or a server
+down fails them as infrastructure failures (⚠, not counted); the battery goes on.
 
 Exit codes: 0 the battery went through (whatever it scored) · 2 invalid file (unknown
             specialist, bad YAML, duplicate task ids, a check command the sandbox would refuse,
@@ -110,14 +125,25 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     const summary = session.summary();
     if (values.report !== undefined) {
       const path = resolve(io.cwd, values.report);
-      await writeFile(path, renderReport(plan, summary));
+      const record = {
+        plan,
+        status: session.status,
+        cells: session.cells(),
+        started: new Set<string>(),
+        updatedAt: null,
+        live: false,
+      };
+      await writeFile(path, /\.html?$/i.test(path) ? batteryReportHtml(record) : renderReport(plan, summary));
       io.stderr.write(style.dim(`report: ${path}\n`));
     }
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);
     else {
       for (const model of summary.models) {
         io.stdout.write(
-          `${model.model}: ${model.passed}/${model.total} passed · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}\n`,
+          `${model.model}: ${model.passed}/${model.total} passed · ${scoresLine(model, plan.repeat)} · median ${model.median_steps ?? '–'} steps, ${model.median_seconds ?? '–'} s · ${plural(model.tokens, 'token')}${model.infrastructure_failures > 0 ? ` · ${plural(model.infrastructure_failures, 'infrastructure failure')} (not counted; --resume runs them again)` : ''}\n`,
+        );
+        io.stdout.write(
+          `  profile ${profileText(model)} · window ${windowsText(model)} · tool calls ${callsText(model)} · ${plural(model.reasoning_tokens, 'reasoning token')} · ${plural(model.empty_turns, 'empty turn')}\n`,
         );
       }
     }

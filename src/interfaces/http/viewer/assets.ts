@@ -89,6 +89,7 @@ table.matrix td { min-width: 10rem; }
 .cell .mark { font-weight: 600; white-space: nowrap; }
 .cell-pass .mark, .cell-pass .mark a { color: var(--good); }
 .cell-fail .mark, .cell-fail .mark a { color: var(--bad); }
+.cell-infra .mark, .cell-infra .mark a { color: var(--warn); }
 .cell-waiting .mark { color: var(--muted); font-weight: normal; }
 .cell-running .mark { color: var(--warn); }
 .cell .check { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }

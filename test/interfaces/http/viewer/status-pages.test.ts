@@ -211,6 +211,53 @@ describe('the battery and daemon pages', () => {
     expect(done).toContain('– not run');
   });
 
+  it('shows each model’s 95% interval, pass^k and flip rate over repeats', async () => {
+    const id = 'bat-20260103T000000Z-aaa111';
+    const state = batteryState(id, 'done');
+    const flaky = [true, false, true].map((passed, i) =>
+      cell('km', 'lab/beta', {
+        repeat: i + 1,
+        passed,
+        failed_check: passed ? null : 'status',
+        status: passed ? 'succeeded' : 'max_steps',
+      }),
+    );
+    const facts = {
+      tools_called: ['convert_units'],
+      native_calls: 2,
+      recovered_calls: { qwen3_xml: 1 },
+      reasoning_tokens: 40,
+      empty_turns: 1,
+      window_tokens: 8192,
+      profile: ['lab/alpha*', 'lab/*'],
+      profile_settings: { temperature: 0.3 },
+      seconds: 2.5,
+    };
+    const steady = [1, 2, 3].map((repeat) => cell('km', 'lab/alpha', { repeat, facts }));
+    await new BatteryStateFiles(sandbox.runsDir).save({
+      ...state,
+      plan: { ...state.plan, repeat: 3, tasks: state.plan.tasks.slice(0, 1) },
+      cells: [...steady, ...flaky],
+    });
+    const text = await (await get(`/batteries/${id}`)).text();
+    expect(text).toContain('pass^3</abbr></th>');
+    const row = (model: string) =>
+      new RegExp(`<tr data-model="${model}">([\\s\\S]*?)</tr>`).exec(text)?.[1] ?? '';
+    // Wilson, 2/3: 21–94%; 3/3: 44–100%.
+    expect(row('lab/beta')).toContain('<td class="num" data-figure="interval">21–94%</td>');
+    expect(row('lab/beta')).toContain('<td class="num" data-figure="pass-hat-k">0%</td>');
+    expect(row('lab/beta')).toContain('<td class="num" data-figure="flip-rate">100%</td>');
+    expect(row('lab/alpha')).toContain('<td class="num" data-figure="interval">44–100%</td>');
+    expect(row('lab/alpha')).toContain('<td class="num" data-figure="flip-rate">0%</td>');
+    // How each model worked, summed over its cells.
+    const work = /<table class="work"[\s\S]*?<\/table>/.exec(text)?.[0] ?? '';
+    expect(work).toContain('<td data-figure="profile" title="temperature: 0.3">lab/alpha*, lab/*</td>');
+    expect(work).toContain('<td class="num" data-figure="window">8192</td>');
+    expect(work).toContain('<td data-figure="calls">6 native · 3 recovered (qwen3_xml 3)</td>');
+    expect(work).toContain('<td class="num" data-figure="reasoning">120</td>');
+    expect(work).toContain('<td class="num" data-figure="empty-turns">3</td>');
+  });
+
   it('answers a not-found page for an unknown or malformed battery id', async () => {
     for (const id of ['bat-20200101T000000Z-nope00', '..%2F..%2Fetc', '%3Cscript%3E']) {
       const response = await get(`/batteries/${id}`);
