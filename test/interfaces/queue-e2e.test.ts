@@ -4,26 +4,10 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../infrastructure/control/pg-test-db.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../support/fabric-cli.ts';
-import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { stepsResponder } from '../support/steps-responder.ts';
 import { eventsOf, postJson, readSse } from './http/http-harness.ts';
 import { until } from '../support/until.ts';
-
-const convert: ScriptedTurn = {
-  reply: { toolCalls: [{ name: 'convert_units', arguments: { value: 2, from: 'km', to: 'm' } }] },
-};
-const finish: ScriptedTurn = {
-  reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Converted.', answer: '2000 m' } }] },
-};
-
-/** Answers by the run's own task ("steps=N delay=MS"), so concurrent runs never take each other's turns. */
-function respond({ messages }: { messages: readonly { role: string; content: string }[] }): ScriptedTurn {
-  const task = messages.find((message) => message.role === 'user')?.content ?? '';
-  const match = /steps=(\d+) delay=(\d+)/.exec(task);
-  const steps = match ? Number(match[1]) : 1;
-  const delayMs = match ? Number(match[2]) : 0;
-  const done = messages.filter((message) => message.role === 'assistant').length;
-  return { ...(done < steps ? convert : finish), delayMs } as ScriptedTurn;
-}
 
 type Proc = ReturnType<typeof spawnFabric>;
 
@@ -68,7 +52,7 @@ describe('runs queued in Postgres and run by fabric workers', () => {
       flavor: 'lm_studio',
       // A window no run here fills: the responder counts the model's turns, which a compaction would shorten.
       models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true, contextLength: 131_072 }],
-      respond,
+      respond: stepsResponder,
     });
     sandbox = await makeSandbox({
       control: { enabled: true },

@@ -67,3 +67,20 @@ export function finish(summary: string): ScriptedTurn {
 export function rustModule(name: string, body: string, test: string): string {
   return `pub fn ${name}(x: u32) -> u32 {\n    ${body}\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn ${name}_works() {\n        ${test}\n    }\n}\n`;
 }
+
+/** The config of the daemon's tests: the rust specialist, allowed to build and test (the validation). */
+export const DAEMON_CONFIG = {
+  specialists: {
+    rust: {
+      builder: 'builtin:rust',
+      max_steps: 8,
+      sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
+    },
+  },
+};
+
+/** A chat request's first user message: the task, with the daemon's key for it. */
+export function firstUserMessage(request: { body: unknown }): string {
+  const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
+  return messages.find((m) => m.role === 'user')?.content ?? '';
+}

@@ -1,20 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BASE_LIB, calls, daemonRepo, finish, git, rustModule, taskKey } from '../../support/daemon-repo.ts';
+import {
+  BASE_LIB,
+  calls,
+  DAEMON_CONFIG,
+  daemonRepo,
+  finish,
+  firstUserMessage,
+  git,
+  rustModule,
+  taskKey,
+} from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 const MODELS = [{ id: 'qwen/qwen3-coder-30b', toolUse: true }];
-const config = {
-  specialists: {
-    rust: {
-      builder: 'builtin:rust',
-      max_steps: 8,
-      sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-    },
-  },
-};
+const config = DAEMON_CONFIG;
 
 /** The crate with a test that cannot pass in the sandbox (a GPU test in a compositor): red at HEAD. */
 const RED_LIB = BASE_LIB.replace(
@@ -48,11 +50,6 @@ function addModule(name: string, content: string) {
     },
     { name: 'write_file', arguments: { path: `src/${name}.rs`, content } },
   );
-}
-
-function userText(request: { body: unknown }): string {
-  const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-  return messages.find((m) => m.role === 'user')?.content ?? '';
 }
 
 describe('fabric daemon against a baseline at HEAD', () => {
@@ -156,7 +153,7 @@ describe('fabric daemon against a baseline at HEAD', () => {
     );
 
     // The regression's second attempt was told what it broke, and that the red test is not its.
-    const texts = server.chatRequests().map(userText);
+    const texts = server.chatRequests().map(firstUserMessage);
     const regressed = texts.find(
       (t) => t.includes(taskKey('b-regress', '1.1')) && t.includes('attempt 2 of 2'),
     );

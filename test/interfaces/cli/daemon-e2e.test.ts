@@ -2,7 +2,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { calls, daemonRepo, finish, git, rustModule, taskKey } from '../../support/daemon-repo.ts';
+import {
+  calls,
+  daemonRepo,
+  finish,
+  firstUserMessage,
+  git,
+  rustModule,
+  taskKey,
+} from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
@@ -32,11 +40,6 @@ function addModule(name: string) {
 
 function writeModule(name: string, body: string, test: string) {
   return { name: 'write_file', arguments: { path: `src/${name}.rs`, content: rustModule(name, body, test) } };
-}
-
-function firstUserMessage(request: { body: unknown }): string {
-  const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-  return messages.find((m) => m.role === 'user')?.content ?? '';
 }
 
 async function freePort(): Promise<number> {

@@ -1,17 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { calls, daemonRepo, finish, rustModule, taskKey } from '../../support/daemon-repo.ts';
+import {
+  calls,
+  DAEMON_CONFIG,
+  daemonRepo,
+  finish,
+  firstUserMessage,
+  rustModule,
+  taskKey,
+} from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
-const config = {
-  specialists: {
-    rust: {
-      builder: 'builtin:rust',
-      max_steps: 8,
-      sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-    },
-  },
-};
+const config = DAEMON_CONFIG;
 
 const wrongModule = {
   name: 'write_file',
@@ -24,11 +24,6 @@ const addModule = {
   name: 'edit_file',
   arguments: { path: 'src/lib.rs', old_text: 'pub fn area', new_text: 'pub mod double;\n\npub fn area' },
 };
-
-function firstUserMessage(request: { body: unknown }): string {
-  const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-  return messages.find((m) => m.role === 'user')?.content ?? '';
-}
 
 describe('fabric daemon: a failed validation says what broke', () => {
   let server: FakeLlmServer | undefined;

@@ -1,20 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { calls, daemonRepo, finish, git, taskKey } from '../../support/daemon-repo.ts';
+import { calls, DAEMON_CONFIG, daemonRepo, finish, git, taskKey } from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
 const MODELS = [{ id: 'qwen/qwen3-coder-30b', toolUse: true }];
-const config = {
-  specialists: {
-    rust: {
-      builder: 'builtin:rust',
-      max_steps: 8,
-      sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-    },
-  },
-};
+const config = DAEMON_CONFIG;
 
 // Unnumbered sections, an ordered list, a `[~]` mark, a nested box and an empty done box: forms
 // OpenSpec counts (5 tasks, 1 done) that the daemon once refused or skipped.

@@ -2,22 +2,22 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { calls, daemonRepo, finish, git, rustModule, taskKey } from '../../support/daemon-repo.ts';
+import {
+  calls,
+  DAEMON_CONFIG,
+  daemonRepo,
+  finish,
+  git,
+  rustModule,
+  taskKey,
+} from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
 const MODELS = [{ id: MODEL, toolUse: true }];
-const config = {
-  specialists: {
-    rust: {
-      builder: 'builtin:rust',
-      max_steps: 8,
-      sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-    },
-  },
-};
+const config = DAEMON_CONFIG;
 
 function writeNotes(content: string) {
   return calls({ name: 'write_file', arguments: { path: 'NOTES.md', content } });
