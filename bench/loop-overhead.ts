@@ -11,13 +11,13 @@ import { bareFetchRun, nodeHttpRun } from './support/bare-loop.ts';
 import { benchEnv, openFabric, unitsConfig, writeConfig } from './support/fabric-adapter.ts';
 import { agentsSdkLoop, aiSdkLoop } from './support/framework-loops.ts';
 import { fmt, median, printTable, ratio, rounds, since } from './support/stats.ts';
-import { MODEL_ID, TASK, shapeOf, unitsScript } from './support/units-script.ts';
+import { BENCH_MODEL, TASK, shapeOf, unitsScript } from './support/units-script.ts';
 
 const STEPS = 50;
 const ROUNDS = rounds(15, 2);
 
 const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-loop-'));
-const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL_ID, toolUse: true }] });
+const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [BENCH_MODEL] });
 try {
   const configPath = await writeConfig(
     dir,

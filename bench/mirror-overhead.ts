@@ -24,7 +24,7 @@ import { createThrowawayDb } from './support/postgres-db.ts';
 import { fmt, median, printTable, ratio, rounds, since } from './support/stats.ts';
 // Node's own `performance` (perf_hooks) has eventLoopUtilization; the DOM type does not.
 const performance = (await import('node:perf_hooks')).performance;
-import { MODEL_ID, TASK, unitsScript } from './support/units-script.ts';
+import { BENCH_MODEL, TASK, unitsScript } from './support/units-script.ts';
 
 const STEPS = 50;
 /** Blocks of the per-run series; ROUNDS runs in all, spread over them. */
@@ -51,7 +51,7 @@ interface Case {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-mirror-'));
-const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL_ID, toolUse: true }] });
+const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [BENCH_MODEL] });
 const db = await createThrowawayDb();
 
 function script(): void {

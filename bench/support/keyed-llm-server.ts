@@ -11,7 +11,7 @@ import { jsonAnswer } from '../../test/support/fake-llm-models.ts';
 import { defaultStyle, openAiStreamFrames } from '../../test/support/fake-llm-openai-chat.ts';
 import { estimatePromptTokens, resolveReply } from '../../test/support/fake-llm-reply.ts';
 import type { Answer, FakeModel } from '../../test/support/fake-llm-types.ts';
-import { CONVERT_TURN, FINISH_TURN, MODEL_ID } from './units-script.ts';
+import { BENCH_MODEL, CONVERT_TURN, FINISH_TURN, MODEL_ID } from './units-script.ts';
 
 export interface KeyedLlmServer {
   readonly url: string;
@@ -22,7 +22,7 @@ export interface KeyedLlmServer {
   stop(): Promise<void>;
 }
 
-const MODELS: FakeModel[] = [{ id: MODEL_ID, toolUse: true }];
+const MODELS: FakeModel[] = [BENCH_MODEL];
 
 /**
  * Every run gets `steps - 1` `convert_units` turns, then `finish_task`; `delayMs` before each

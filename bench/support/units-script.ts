@@ -2,9 +2,16 @@
  * The one script every contender runs: `convert_units` on every step but the last, then
  * `finish_task`. The prompt and tool schemas are the fabric's own, taken from its first request.
  */
-import type { ScriptedTurn } from '../../test/support/fake-llm-server.ts';
+import type { FakeModel, ScriptedTurn } from '../../test/support/fake-llm-server.ts';
 
 export const MODEL_ID = 'bench-model';
+
+/**
+ * The benches' model, loaded at a window no bench run fills: they time the loop, the mirror or the
+ * queue, not compaction (a 50-step run at the fake's default 4,096 would be summarised once, and
+ * the summary would take a scripted turn). The cache bench loads its own at 8k to compact.
+ */
+export const BENCH_MODEL: FakeModel = { id: MODEL_ID, toolUse: true, contextLength: 131_072 };
 export const TASK = 'Convert 1 km to metres, one step at a time.';
 
 export const CONVERT_ARGS = { value: 1, from: 'km', to: 'm' };
