@@ -164,6 +164,18 @@ export function startFakeKeyed(options: {
         });
       if (!isChat(request))
         return jsonAnswer(404, { error: { message: 'Not found', type: 'invalid_request_error' } });
+      // OpenAI refuses an empty tool list rather than reading it as none.
+      const tools = (request.body as { tools?: unknown } | undefined)?.tools;
+      if (Array.isArray(tools) && tools.length === 0)
+        return jsonAnswer(400, {
+          error: {
+            message:
+              "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+            type: 'invalid_request_error',
+            param: 'tools',
+            code: 'empty_array',
+          },
+        });
       if (refusals > 0) {
         refusals -= 1;
         const after = options.retryAfterS ?? 1;

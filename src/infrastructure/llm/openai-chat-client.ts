@@ -102,7 +102,8 @@ export class OpenAiChatClient implements ChatClient {
     const params: ChatCompletionCreateParamsStreaming = {
       model: request.model,
       messages: toOpenAiMessages(request.messages),
-      tools: toOpenAiTools(request.tools),
+      // A turn asked without tools (the summarising one) sends none: OpenAI refuses an empty list.
+      ...(request.tools.length === 0 ? {} : { tools: toOpenAiTools(request.tools) }),
       stream: true,
       stream_options: { include_usage: true },
       ...samplingParams(request.settings, this.#options.temperature),

@@ -90,6 +90,8 @@ describe('a long run in a small window', () => {
     expect(asks[0]!.messages.at(-1)!.content).toMatch(
       /^Your conversation no longer fits your context window/,
     );
+    // Without tools means none sent: OpenAI's API refuses an empty list.
+    expect(asks[0]).not.toHaveProperty('tools');
     // The summary goes on as the model's own turn, the task before it untouched.
     const after = requests[requests.indexOf(asks[0]!) + 1]!;
     expect(after.messages[1]!.content).toBe('Read the notes');

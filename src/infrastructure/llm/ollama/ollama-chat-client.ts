@@ -119,7 +119,7 @@ export class OllamaChatClient implements ChatClient {
       body: JSON.stringify({
         model: request.model,
         messages: toOllamaMessages(request.messages),
-        tools: toOllamaTools(request.tools),
+        ...(request.tools.length === 0 ? {} : { tools: toOllamaTools(request.tools) }),
         stream: true,
         options,
         ...(thinkParam === undefined ? {} : { think: thinkParam }),
