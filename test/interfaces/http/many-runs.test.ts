@@ -45,7 +45,9 @@ describe('many runs in one fabric serve process, with the default embedded contr
   it('mirrors 100 concurrent runs through one store, and backfills a run another process made meanwhile', async () => {
     llm = await startFakeLlmServer({
       flavor: 'lm_studio',
-      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      // A window no run fills: a run that happens to draw many converts in a row would otherwise
+      // be summarised at the default 4,096, and the summary would take one of the script's turns.
+      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true, contextLength: 131_072 }],
       script: [...script(RUNS), ...script(1)],
     });
     const env = testEnv(sandbox, llm.url);
@@ -97,7 +99,7 @@ describe('many runs in one fabric serve process, with the default embedded contr
         env: { ...env, FABRIC_CONFIG: sandbox.configPath },
         cwd: sandbox.dir,
       });
-      expect(other.exitCode).toBe(0);
+      expect(other.exitCode, `${other.stdout}\n${other.stderr}`).toBe(0);
       expect(other.stderr).not.toContain('control plane:');
       const runs = await until(
         'the other run to reach the store',
