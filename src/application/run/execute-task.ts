@@ -22,10 +22,10 @@ import { keepInWindow } from './window-keeper.ts';
 import {
   CHARS_PER_TOKEN,
   type KeptOutputs,
+  MAX_RESULT_CHARS,
   type WindowPlan,
   planWindow,
   replyRoomFor,
-  resultBudgetChars,
 } from './output-budget.ts';
 import { READ_OUTPUT_SPEC, READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
 import { FINISH_TOOL, type ResultBudget } from './tool-dispatch.ts';
@@ -110,7 +110,8 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       sentCount: 0,
     };
     const toolMap = new Map(tools.map((tool) => [tool.spec.name, tool]));
-    const paging = resultPaging(input, runId, windowPlanOf(input, conversation, tools));
+    const plan = windowPlanOf(input, conversation, tools);
+    const paging = resultPaging(input, runId, plan);
     let specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
     /** Once a result was cut, read_output is offered (a change of the tool list, once). */
     const offerPaging = () => {
@@ -124,10 +125,10 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     let stuck: StuckPattern | null = null;
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
       state.steps += 1;
-      if (input.windowTokens !== undefined && state.steps > 1)
+      if (plan !== undefined && state.steps > 1)
         state.last = await keepInWindow({
-          window: input.windowTokens,
-          replyRoom: replyRoomFor(input.windowTokens, input.profile?.settings.max_output_tokens),
+          window: plan.windowTokens,
+          replyRoom: plan.replyRoom,
           recorder,
           conversation,
           specs,
@@ -347,7 +348,7 @@ function windowPlanOf(
 
 /** A run's budget for tool results, and its paging tool once a result was kept (SPEC §17). */
 function resultPaging(input: ExecuteTaskInput, runId: string, plan: WindowPlan | undefined) {
-  const maxChars = plan?.resultChars ?? resultBudgetChars(undefined);
+  const maxChars = plan?.resultChars ?? MAX_RESULT_CHARS;
   const outputs = input.outputs;
   let cut = false;
   const budget: ResultBudget =

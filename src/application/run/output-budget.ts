@@ -13,7 +13,7 @@ export interface KeptOutputs {
   read(runId: string, callId: string): Promise<string | null>;
 }
 
-/** What one result may add to the conversation without a window: the old fixed bound. */
+/** What one result may add to the conversation: the bound without a known window, and the most with one. */
 export const MAX_RESULT_CHARS = 64 * 1024;
 
 /** The smallest budget: below it a result says too little to be worth reading. */
@@ -21,13 +21,6 @@ const MIN_RESULT_CHARS = 2000;
 
 /** Characters per token, counted low so budgets and occupancy err on the safe side (no tokenizer here). */
 export const CHARS_PER_TOKEN = 3;
-
-/** A result's share of the window: a quarter of it, so a few results and the reply still fit. */
-export function resultBudgetChars(windowTokens: number | undefined): number {
-  if (windowTokens === undefined) return MAX_RESULT_CHARS;
-  const share = Math.floor((windowTokens / 4) * CHARS_PER_TOKEN);
-  return Math.min(MAX_RESULT_CHARS, Math.max(MIN_RESULT_CHARS, share));
-}
 
 /** What every request of a run carries whatever it has done: the system prompt, the task, the tools. */
 export interface FixedCost {
@@ -39,6 +32,7 @@ export interface FixedCost {
 
 /** How a run uses its window: each result's budget and the room kept for the reply. */
 export interface WindowPlan {
+  readonly windowTokens: number;
   readonly resultChars: number;
   readonly replyRoom: number;
 }
@@ -76,8 +70,10 @@ export function planWindow(windowTokens: number, fixed: FixedCost, replyRoom: nu
         'context_length), or choose a model with a larger window.',
     );
   const left = windowTokens - fixed.promptTokens - fixed.toolsTokens - replyRoom;
+  // A quarter of the window, so a few results and the reply still fit.
   const share = Math.min(windowTokens / 4, left);
   return {
+    windowTokens,
     resultChars: Math.min(MAX_RESULT_CHARS, Math.max(MIN_RESULT_CHARS, Math.floor(share * CHARS_PER_TOKEN))),
     replyRoom,
   };

@@ -61,9 +61,9 @@ export interface KeepInWindowInput {
  */
 export async function keepInWindow(input: KeepInWindowInput): Promise<LastCount | undefined> {
   const { window, replyRoom, conversation } = input;
-  const toolsTokens = () => Math.ceil(JSON.stringify(input.specs).length / CHARS_PER_TOKEN);
-  // The tools are serialised only when the server gave no count to start from.
-  const tokens = occupancy(conversation, input.last, () => JSON.stringify(input.specs).length);
+  // The tools are serialised only when there is no server count to start from.
+  const toolsChars = () => JSON.stringify(input.specs).length;
+  const tokens = occupancy(conversation, input.last, toolsChars);
   if (tokens + replyRoom <= window * COMPACT_AT) return input.last;
   const stubs = compactIfNeeded(conversation, tokens, window, replyRoom);
   let after = stubs?.tokensAfter ?? tokens;
@@ -74,7 +74,7 @@ export async function keepInWindow(input: KeepInWindowInput): Promise<LastCount 
     if (summary !== null) {
       summarised = summary.replaced;
       firstChanged = Math.min(firstChanged, 2);
-      after = estimateTokens(conversation.messages) + toolsTokens();
+      after = estimateTokens(conversation.messages) + Math.ceil(toolsChars() / CHARS_PER_TOKEN);
     }
   }
   if (stubs === null && summarised === 0) return input.last;

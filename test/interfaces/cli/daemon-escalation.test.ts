@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { calls, daemonRepo, finish, git, rustModule, taskKey } from '../../support/daemon-repo.ts';
+import {
+  calls,
+  DAEMON_CONFIG,
+  daemonRepo,
+  finish,
+  git,
+  rustModule,
+  taskKey,
+} from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { startFakeKeyed } from '../../support/fake-llm-compat.ts';
@@ -67,13 +75,7 @@ describe('fabric daemon with daemon.models', () => {
           },
         ],
       },
-      specialists: {
-        rust: {
-          builder: 'builtin:rust',
-          max_steps: 8,
-          sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-        },
-      },
+      ...DAEMON_CONFIG,
       daemon: { models: [SMALL, HOSTED], validation_reruns: 0 },
     });
     const env = { ...testEnv(sandbox, server.url), FAKE_CLOUD_KEY: KEY };
@@ -115,13 +117,7 @@ describe('fabric daemon with daemon.models', () => {
       ],
     });
     sandbox = await makeSandbox({
-      specialists: {
-        rust: {
-          builder: 'builtin:rust',
-          max_steps: 8,
-          sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-        },
-      },
+      ...DAEMON_CONFIG,
       daemon: { models: [SMALL, BIG], validation_reruns: 0 },
     });
     const env = testEnv(sandbox, server.url);
@@ -171,13 +167,7 @@ describe('fabric daemon with daemon.models', () => {
       ],
     });
     sandbox = await makeSandbox({
-      specialists: {
-        rust: {
-          builder: 'builtin:rust',
-          max_steps: 8,
-          sandbox: { allowed_commands: ['cargo build', 'cargo test'], timeout_s: 120 },
-        },
-      },
+      ...DAEMON_CONFIG,
       daemon: { models: [SMALL, BIG], validation_reruns: 0 },
     });
     const env = testEnv(sandbox, server.url);
