@@ -15,6 +15,12 @@ export type BackendKind = 'lm_studio' | 'ollama' | 'llama_cpp' | 'vllm' | 'opena
 /** Every backend kind, in the order they are shown. */
 export const BACKEND_KINDS: readonly BackendKind[] = ['lm_studio', 'ollama', 'llama_cpp', 'vllm', 'openai'];
 
+/** The backend kind a runlog's backend string names (`lm_studio http://...`, `llama_cpp ...`), or null. */
+export function backendKindOf(backend: string | undefined): BackendKind | null {
+  if (backend === undefined) return null;
+  return BACKEND_KINDS.find((kind) => backend.startsWith(`${kind} `) || backend === kind) ?? null;
+}
+
 /**
  * A hosted endpoint (an OpenAI-compatible API with a key): used only when a model on it is named,
  * never chosen on its own (SPEC §5, local first).

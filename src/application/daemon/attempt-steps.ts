@@ -170,7 +170,8 @@ export async function validateStep(
     input.times.validationMs += ports.clock.now().getTime() - start;
     if (signal.aborted) return { kind: 'cancelled' };
     verdict = judge(validation, judging.baseline);
-    const rerun = !verdict.accepted && run < judging.reruns;
+    // Only failing tests may be flaky: a build that failed (no test names) fails again the same.
+    const rerun = !verdict.accepted && verdict.regressions !== null && run < judging.reruns;
     ports.emit({
       event: 'validation',
       task: recordView(record),
@@ -182,7 +183,7 @@ export async function validateStep(
       preexisting: verdict.preexisting,
       rerun,
     });
-    if (verdict.accepted) break;
+    if (verdict.accepted || !rerun) break;
     for (const name of verdict.regressions ?? []) failedBefore.add(name);
   }
   if (validation === null || verdict === null || !verdict.accepted) {

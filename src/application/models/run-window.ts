@@ -13,8 +13,11 @@ export interface RunWindow {
   readonly note?: string;
 }
 
-/** Loads the model at a window where the backend can; the window it got, or undefined. */
-export type LoadAt = (contextLength: number) => Promise<number | undefined>;
+/** What asking a backend to load a model at a window came to: the window it got, or why not. */
+export type LoadResult = { readonly window: number } | { readonly failed: string };
+
+/** Loads the model at a window where the backend can; undefined where it cannot load at a window. */
+export type LoadAt = (contextLength: number) => Promise<LoadResult | undefined>;
 
 export async function runWindowFor(
   model: Pick<CatalogModel, 'id' | 'backend' | 'loaded' | 'contextLength'>,
@@ -33,12 +36,14 @@ export async function runWindowFor(
     };
   }
   if (model.loaded === false && loadAt !== undefined) {
-    const loaded = await loadAt(target);
-    if (loaded === undefined)
+    const result = await loadAt(target);
+    if (result !== undefined && 'failed' in result)
       return {
         tokens: undefined,
-        note: `LM Studio could not be asked to load ${model.id} at ${target} tokens (its REST API needs 0.4.0 or later); it loads the model with its own default window.`,
+        note: `LM Studio did not load ${model.id} at ${target} tokens (${result.failed}); it loads the model with its own default window on the first request.`,
       };
+    const loaded = result?.window;
+    if (loaded === undefined) return { tokens: model.contextLength ?? target };
     return loaded < target
       ? {
           tokens: loaded,

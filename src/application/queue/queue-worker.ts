@@ -119,7 +119,10 @@ export class QueueWorker {
         undefined,
       );
       if (lease === undefined) {
-        log(`run ${runId} not started: its lease could not be recorded`);
+        log(
+          `run ${runId} not started: the queue database did not record its lease; it goes to a worker again ` +
+            `once the database answers and its job is ${Math.round(deadAfterMs / 1000)} s old (worker.dead_after_s)`,
+        );
         return;
       }
       if (lease === null) {

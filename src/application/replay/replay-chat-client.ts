@@ -1,7 +1,7 @@
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import {
-  BACKEND_KINDS,
+  backendKindOf,
   type BackendKind,
   type ChatClient,
   type ChatRequest,
@@ -29,9 +29,7 @@ export class ReplayChatClient implements ChatClient {
     const start = events.find((event) => event.kind === 'run_start');
     this.#runId = events[0]?.run_id ?? '(unknown run)';
     // Only informative: nothing is sent anywhere.
-    this.backend =
-      BACKEND_KINDS.find((kind) => start?.backend.startsWith(`${kind} `) || start?.backend === kind) ??
-      'lm_studio';
+    this.backend = backendKindOf(start?.backend) ?? 'lm_studio';
   }
 
   /** How many model turns the run recorded. */

@@ -5,7 +5,7 @@
  * orchestrator starts runs through it; it reaches the world only through the ports below.
  */
 import { runProfileFor } from '../models/run-profile.ts';
-import { type RunWindow, runWindowFor } from '../models/run-window.ts';
+import { type LoadResult, type RunWindow, runWindowFor } from '../models/run-window.ts';
 import type { ModelProfile, SpecialistConfig } from '../../config/schema.ts';
 import type { RunResult } from '../../domain/run-result.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
@@ -35,7 +35,7 @@ export interface RunModels {
   probe(signal?: AbortSignal, onProgress?: (message: string) => void): Promise<readonly BackendProbe[]>;
   chatClientFor(choice: ModelChoice, resolve: ResolveOptions, signal?: AbortSignal): Promise<ChatClient>;
   /** Loads the model at a context window where the backend can; the window it got (SPEC §17). */
-  loadAt?(choice: ModelChoice, contextLength: number, signal?: AbortSignal): Promise<number | undefined>;
+  loadAt?(choice: ModelChoice, contextLength: number, signal?: AbortSignal): Promise<LoadResult | undefined>;
 }
 
 /** Who holds a workspace, as a waiting run is told. */

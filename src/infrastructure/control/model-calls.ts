@@ -1,5 +1,5 @@
 import type { ModelCallRecord } from '../../application/control/control-ports.ts';
-import { BACKEND_KINDS, type BackendKind } from '../../application/ports.ts';
+import { type BackendKind, backendKindOf } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 
 /**
@@ -13,12 +13,6 @@ export const FAILED_CALL_CODES: ReadonlySet<string> = new Set([
   'model_lacks_tools',
   'context_overflow',
 ]);
-
-/** The backend kind named by a runlog backend string (`lm_studio http://...`, `llama_cpp ...`). */
-export function backendToolOf(backend: string | undefined): BackendKind | null {
-  if (backend === undefined) return null;
-  return BACKEND_KINDS.find((kind) => backend.startsWith(`${kind} `) || backend === kind) ?? null;
-}
 
 interface RunState {
   tool: BackendKind | null;
@@ -41,14 +35,14 @@ export class ModelCallTracker {
     const state = this.#state(event.run_id);
     switch (event.kind) {
       case 'run_start':
-        state.tool = backendToolOf(event.backend);
+        state.tool = backendKindOf(event.backend);
         state.model = event.model;
         return null;
       case 'llm_request':
         state.pending = { step: event.step, model: event.model };
         return null;
       case 'llm_response': {
-        const tool = backendToolOf(event.backend) ?? state.tool;
+        const tool = backendKindOf(event.backend) ?? state.tool;
         const model = state.pending?.model ?? state.model;
         state.pending = null;
         if (tool === null) return null;

@@ -38,7 +38,19 @@ export function classifyFault(error: unknown, target: RequestTarget): Classified
     const fault = classifyStatus(error.status, serverMessage(error), target, error);
     if (!fault.transient || (error.status !== 429 && error.status !== 503)) return fault;
     const wait = retryAfterMs(error.headers);
-    return wait === undefined ? fault : { ...fault, waitMs: Math.min(wait, MAX_RETRY_AFTER_MS) };
+    if (wait === undefined) return fault;
+    if (wait <= MAX_RETRY_AFTER_MS) return { ...fault, waitMs: wait };
+    // A wait past the longest honoured (a spent quota) is not retried: it says when to come back.
+    return {
+      transient: false,
+      error: new FabricError(
+        'backend_unavailable',
+        `${target.backendLabel} is ${error.status === 429 ? 'rate-limited' : 'unavailable'} and asks to wait ` +
+          `${Math.ceil(wait / 1000)} s, longer than a run waits (${MAX_RETRY_AFTER_MS / 1000} s): run again later, ` +
+          "or check the key's quota (a hosted endpoint) or lower its rate_limit.requests_per_minute.",
+        { cause: error, details: { status: error.status, retry_after_ms: wait } },
+      ),
+    };
   }
   if (error instanceof NotAStreamError) {
     return {

@@ -1,3 +1,4 @@
+import type { LoadResult } from '../../application/models/run-window.ts';
 import { loadLmStudioModel, unloadLmStudioModel } from './lmstudio/lmstudio-load.ts';
 import type { BackendProbe, ChatClient, ModelCatalog } from '../../application/ports.ts';
 import {
@@ -98,7 +99,7 @@ export class LlmBackends {
 
   /**
    * Loads the chosen model at `contextLength` where the backend can (LM Studio's REST API) and
-   * returns the window it was loaded at; undefined where it cannot (Ollama sizes its window per
+   * returns the window it was loaded at (or why it was not); undefined where it cannot (Ollama sizes its window per
    * request, an older LM Studio loads on the first request, llama-server and vLLM run at the
    * window they were started with).
    */
@@ -106,7 +107,7 @@ export class LlmBackends {
     choice: ModelChoice,
     contextLength: number,
     signal?: AbortSignal,
-  ): Promise<number | undefined> {
+  ): Promise<LoadResult | undefined> {
     if (choice.model.backend !== 'lm_studio') return undefined;
     const loaded = await loadLmStudioModel(
       choice.model.baseUrl,
@@ -116,7 +117,7 @@ export class LlmBackends {
       signal,
     );
     // What the servers have changed: the next run asks them again.
-    if (loaded !== undefined) {
+    if ('window' in loaded) {
       this.catalog.invalidate();
       const servers = this.#loadedHere.get(choice.model.id) ?? new Set<string>();
       servers.add(choice.model.baseUrl);

@@ -48,9 +48,17 @@ export class PgBossRunQueue implements RunQueue {
     this.#boss.on('error', (error: Error) => options.onError?.(error));
   }
 
+  /** Starts pg-boss once; a start that failed (the database down) is tried again next time. */
+  #start(): Promise<unknown> {
+    this.#started ??= this.#boss.start().catch((error: unknown) => {
+      this.#started = undefined;
+      throw error;
+    });
+    return this.#started;
+  }
+
   async prepare(specialists: readonly string[]): Promise<void> {
-    this.#started ??= this.#boss.start();
-    await this.#started;
+    await this.#start();
     for (const specialist of specialists) {
       if (this.#prepared.has(specialist)) continue;
       // Workers starting together on a fresh database create the same queue at once; pg-boss's
@@ -102,8 +110,8 @@ export class PgBossRunQueue implements RunQueue {
   }
 
   async requeueOrphans(olderThanMs: number): Promise<readonly string[]> {
-    if (this.#started === undefined) return [];
-    await this.#started;
+    // A server that has sent nothing since it started still reaps what a worker left behind.
+    await this.#start();
     // Read-only on pg-boss's own table (its job state and start time): its API has no query
     // for "active since". The failing and the sending again go through its API.
     const { rows } = (await this.#boss.getDb().executeSql(ORPHANS, [olderThanMs / 1000])) as {

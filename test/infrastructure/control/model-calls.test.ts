@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
-import { backendToolOf, ModelCallTracker } from '../../../src/infrastructure/control/model-calls.ts';
+import { backendKindOf } from '../../../src/application/ports.ts';
+import { ModelCallTracker } from '../../../src/infrastructure/control/model-calls.ts';
 import { lacksToolsRun, succeededRun, unavailableRun } from './fixtures.ts';
 
 function stamp(runId: string, inputs: readonly RunEventInput[]): RunEvent[] {
@@ -26,16 +27,16 @@ function withRunEnd(
   return [...inputs.slice(0, -1), { ...last, status, error: { code, message: code } }];
 }
 
-describe('backendToolOf', () => {
+describe('backendKindOf', () => {
   it('tells the backend kind from the start of the backend string', () => {
-    expect(backendToolOf('lm_studio http://127.0.0.1:1234')).toBe('lm_studio');
-    expect(backendToolOf('ollama http://127.0.0.1:11434')).toBe('ollama');
-    expect(backendToolOf('ollama')).toBe('ollama');
-    expect(backendToolOf('llama_cpp http://127.0.0.1:8080')).toBe('llama_cpp');
-    expect(backendToolOf('vllm http://gpu:8000 (model qwen)')).toBe('vllm');
-    expect(backendToolOf('openai https://api.openai.com')).toBe('openai');
-    expect(backendToolOf('scripted')).toBeNull();
-    expect(backendToolOf(undefined)).toBeNull();
+    expect(backendKindOf('lm_studio http://127.0.0.1:1234')).toBe('lm_studio');
+    expect(backendKindOf('ollama http://127.0.0.1:11434')).toBe('ollama');
+    expect(backendKindOf('ollama')).toBe('ollama');
+    expect(backendKindOf('llama_cpp http://127.0.0.1:8080')).toBe('llama_cpp');
+    expect(backendKindOf('vllm http://gpu:8000 (model qwen)')).toBe('vllm');
+    expect(backendKindOf('openai https://api.openai.com')).toBe('openai');
+    expect(backendKindOf('scripted')).toBeNull();
+    expect(backendKindOf(undefined)).toBeNull();
   });
 });
 

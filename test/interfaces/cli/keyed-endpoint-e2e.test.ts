@@ -77,6 +77,30 @@ describe('fabric on a keyed OpenAI-compatible endpoint', () => {
     });
   }
 
+  it('fails at once, saying when to come back, on a 429 that asks for more than a run waits (a spent quota)', async () => {
+    const { hosted, local, sandbox } = await setUp({
+      key: KEY,
+      modelIds: MANY,
+      script: CONVERSION_SCRIPT,
+      rateLimited: 1,
+      retryAfterS: 3600,
+    });
+    const out = await fabric(sandbox, local.url, [
+      'run',
+      '-s',
+      'units',
+      '--json',
+      '--model',
+      HOSTED,
+      'convert 2 m to cm',
+    ]);
+    const result = JSON.parse(out.stdout);
+    expect(result.error?.code).toBe('backend_unavailable');
+    expect(result.error?.message).toMatch(/rate-limited and asks to wait 3600 s.*run again later/s);
+    expect(hosted.chatRequests()).toHaveLength(1);
+    expect(out.stdout + out.stderr).not.toContain(KEY);
+  });
+
   it('runs a named hosted model, waits out a 429 retry-after in the adapter, and writes the key nowhere', async () => {
     const db = await createTestDatabase();
     cleanups.push(db.drop);

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
+import { jsonAnswer } from '../../support/fake-llm-models.ts';
+import type { FakeLlmServerOptions } from '../../support/fake-llm-types.ts';
 import {
   type FakeLlmServer,
   type FakeModel,
@@ -26,11 +28,12 @@ describe('a run with a target context window on LM Studio', () => {
     await sandbox?.cleanup();
   });
 
-  async function run(model: FakeModel, target = 16384) {
+  async function run(model: FakeModel, target = 16384, intercept?: FakeLlmServerOptions['intercept']) {
     sandbox = await makeSandbox({ llm: { context_length: target } });
     server = await startFakeLlmServer({
       flavor: 'lm_studio',
       lmStudioV1Api: true,
+      ...(intercept === undefined ? {} : { intercept }),
       models: [{ toolUse: true, maxContextLength: 32768, ...model }],
       script: [FINISH],
     });
@@ -73,6 +76,17 @@ describe('a run with a target context window on LM Studio', () => {
     expect(start.window_tokens).toBe(4096);
     expect(start.window_note).toMatch(
       /already loaded at 4096 tokens, less than the 16384 asked for, and is used as it is/,
+    );
+  });
+
+  it('says why LM Studio did not load the model at the target window, and goes on with its default', async () => {
+    const refusal = 'Failed to load model: insufficient system resources';
+    const { result, start } = await run({ id: 'qwen/qwen3-coder-30b', loaded: false }, 16384, (request) =>
+      request.path === '/api/v1/models/load' ? jsonAnswer(500, { error: { message: refusal } }) : undefined,
+    );
+    expect(result.status).toBe('succeeded');
+    expect(start.window_note).toBe(
+      `LM Studio did not load qwen/qwen3-coder-30b at 16384 tokens (LM Studio refused: ${refusal}); it loads the model with its own default window on the first request.`,
     );
   });
 });

@@ -98,10 +98,14 @@ class ScrubbingChatClient implements ChatClient {
         onEvent?.(event.type === 'retry' ? { ...event, reason: this.#scrub(event.reason) } : event),
       );
     } catch (error) {
-      if (!(error instanceof FabricError)) throw new Error(this.#scrub(String(error)));
-      throw new FabricError(error.code, this.#scrub(error.message), {
-        details: JSON.parse(this.#scrub(JSON.stringify(error.details))) as Record<string, unknown>,
-      });
+      if (error instanceof FabricError)
+        throw new FabricError(error.code, this.#scrub(error.message), {
+          // No cause: the original message may hold the key.
+          details: JSON.parse(this.#scrub(JSON.stringify(error.details))) as Record<string, unknown>,
+        });
+      // Anything else (a cancellation's abort reason, say) passes as it is unless it names the key.
+      if (!String(error).includes(this.#key)) throw error;
+      throw new Error(this.#scrub(String(error)));
     }
   }
 

@@ -4,16 +4,17 @@
  * may load less than asked (memory). Older servers answer the route with an error field: then
  * nothing is loaded here, and LM Studio loads the model itself on the first request (JIT).
  */
-import { asRecord, fetchJson } from '../http-json.ts';
+import type { LoadResult } from '../../../application/models/run-window.ts';
+import { asRecord, bodyError, describeFailure, fetchJson } from '../http-json.ts';
 
-/** The window the model was loaded at, or undefined when this server cannot load it so. */
+/** The window the model was loaded at, or why this server did not load it so. */
 export async function loadLmStudioModel(
   baseUrl: string,
   model: string,
   contextLength: number,
   timeoutMs: number,
   signal?: AbortSignal,
-): Promise<number | undefined> {
+): Promise<LoadResult> {
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
     const reply = await fetchJson(`${baseUrl}/api/v1/models/load`, {
@@ -22,12 +23,19 @@ export async function loadLmStudioModel(
       signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
     });
     const body = asRecord(reply.body);
-    if (reply.status !== 200 || body === undefined || body.error !== undefined) return undefined;
+    const refused = bodyError(reply.body);
+    if (reply.status !== 200 || body === undefined || refused !== undefined) {
+      const why = refused ?? `HTTP ${reply.status}`;
+      // Before 0.4.0 the route is unknown: LM Studio loads the model itself on the first request.
+      return /unexpected endpoint|not found|HTTP 404/i.test(why)
+        ? { failed: 'its REST API, which loads at a window, needs LM Studio 0.4.0 or later' }
+        : { failed: `LM Studio refused: ${why}` };
+    }
     const loaded = asRecord(body.load_config)?.context_length;
-    return typeof loaded === 'number' && loaded > 0 ? loaded : contextLength;
-  } catch {
+    return { window: typeof loaded === 'number' && loaded > 0 ? loaded : contextLength };
+  } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    return undefined;
+    return { failed: describeFailure(error, timeout, timeoutMs) };
   }
 }
 
