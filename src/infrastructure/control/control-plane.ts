@@ -120,7 +120,8 @@ export class ControlPlane {
     if (this.#closed || this.mirror.down) return { runs: 0, events: 0 };
     const passStarted = Date.now();
     // A run still in progress is written back too (what it wrote so far), so that followers
-    // of its events see them again within seconds; it stays owed until a pass after its end.
+    // of its events see them again within seconds; rows it loses later are the mirror's to
+    // report again (takeLossyRuns), so one pass pays off what is owed.
     const wanted = new Set(this.#owed);
     // Runs of this process that ended before what this pass looks at need remembering no more.
     for (const [runId, ended] of this.#mine) if (ended < this.#scannedUpTo - 2_000) this.#mine.delete(runId);
@@ -134,7 +135,7 @@ export class ControlPlane {
     }
     try {
       const report = await syncRunlogs(this.store, this.#only(wanted));
-      for (const runId of wanted) if (!this.#running(runId)) this.#owed.delete(runId);
+      for (const runId of wanted) this.#owed.delete(runId);
       // A run still being written by another process is looked at again on the next pass.
       if (this.#options.backfillOthers) this.#scannedUpTo = passStarted - 1_000;
       this.#backfillFailing = false;
