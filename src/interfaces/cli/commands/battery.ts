@@ -133,7 +133,10 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
         updatedAt: null,
         live: false,
       };
-      await writeFile(path, /\.html?$/i.test(path) ? batteryReportHtml(record) : renderReport(plan, summary));
+      await writeFile(
+        path,
+        /\.html?$/i.test(path) ? batteryReportHtml(record, summary) : renderReport(plan, summary),
+      );
       io.stderr.write(style.dim(`report: ${path}\n`));
     }
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -1,4 +1,4 @@
-import { type ModelSummary, summarizeBattery } from '../../../application/battery/battery-summary.ts';
+import type { BatterySummary, ModelSummary } from '../../../application/battery/battery-summary.ts';
 import {
   intervalText,
   percent,
@@ -7,7 +7,7 @@ import {
 } from '../../../application/battery/battery-report.ts';
 import { callsText } from '../../../application/battery/model-facts.ts';
 import { type CellResult, cellId } from '../../../application/battery/battery-types.ts';
-import type { BatteryRecord } from '../../../application/battery/battery-read-model.ts';
+import { type BatteryRecord, batterySummaryOf } from '../../../application/battery/battery-read-model.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, clip, duration, page, refreshRegion } from './layout.ts';
 import { plural } from '../../../domain/words.ts';
@@ -63,18 +63,22 @@ export function batteryPage(record: BatteryRecord, nav: Nav): SafeHtml {
   return page(
     `Battery ${plan.name}`,
     html`<h1>Battery ${plan.name} <span class="mono meta">${plan.id}</span></h1>
-${refreshRegion(live ? REFRESH_MS : null, batteryBody(record, { links: true }))}`,
+${refreshRegion(live ? REFRESH_MS : null, batteryBody(record, batterySummaryOf(record.plan, record.cells, record.status), { links: true }))}`,
     { nav, current: '/batteries' },
   );
 }
 
 /**
  * A battery's facts, per-model tables and matrix; `links: false` for a page read away from a
- * server (the HTML report), where a run is named by its id instead of linked.
+ * server (the HTML report), where a run is named by its id instead of linked. `summary` is the
+ * record's (`batterySummaryOf`), computed once by the caller.
  */
-export function batteryBody(record: BatteryRecord, options: { readonly links: boolean }): SafeHtml {
+export function batteryBody(
+  record: BatteryRecord,
+  summary: BatterySummary,
+  options: { readonly links: boolean },
+): SafeHtml {
   const { plan } = record;
-  const summary = summarizeBattery(plan, record.cells);
   const total = summary.cells.length;
   const live = record.status === 'running';
   const byId = new Map(record.cells.map((cell) => [cellId(cell), cell]));

@@ -5,16 +5,15 @@
  * anywhere the file is opened.
  */
 import type { BatteryRecord } from '../../../application/battery/battery-read-model.ts';
-import { summarizeBattery } from '../../../application/battery/battery-summary.ts';
+import type { BatterySummary } from '../../../application/battery/battery-summary.ts';
 import { STYLE_CSS } from './assets.ts';
 import { batteryBody } from './battery-pages.ts';
 import { type SafeHtml, html, trusted } from './html.ts';
 import { clip } from './layout.ts';
 
-/** The whole report page. */
-export function batteryReportHtml(record: BatteryRecord): string {
+/** The whole report page; `summary` is the record's (`batterySummaryOf`, or the session's). */
+export function batteryReportHtml(record: BatteryRecord, summary: BatterySummary): string {
   const { plan } = record;
-  const summary = summarizeBattery(plan, record.cells);
   const failures = summary.cells.filter((cell) => !cell.passed && !cell.infrastructure);
   const infrastructure = summary.cells.filter((cell) => cell.infrastructure);
   const where = (cell: { task: string; model: string; repeat: number }) =>
@@ -34,7 +33,7 @@ export function batteryReportHtml(record: BatteryRecord): string {
 <body>
 <main id="main">
 <h1>Battery ${plan.name} <span class="mono meta">${plan.id}</span></h1>
-${batteryBody(record, { links: false })}
+${batteryBody(record, summary, { links: false })}
 <h2 id="failures-heading">Failures</h2>
 ${failures.length === 0 ? html`<p>None.</p>` : html`<ul class="failures" aria-labelledby="failures-heading">${failures.map(item)}</ul>`}
 ${
