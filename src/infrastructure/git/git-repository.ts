@@ -10,6 +10,8 @@ export class GitRepository implements Repository {
   readonly #root: string;
   /** Pathspecs of the run record (runs directory) when it lies inside the tree: never committed or cleaned. */
   readonly #exclude: string[];
+  /** Where the repository's directory lies under the work tree's top (`git rev-parse --show-prefix`). */
+  #prefix: Promise<string> | undefined;
 
   /**
    * @param root the work tree's top directory
@@ -105,7 +107,13 @@ export class GitRepository implements Repository {
     return { commit: await this.head(), size };
   }
 
+  /** The files changed since HEAD, relative to this repository's directory (the daemon's --repo). */
   async changedFiles(): Promise<readonly string[]> {
+    // git status names paths from the top of the work tree; --repo may be a folder inside it.
+    this.#prefix ??= git(this.#root, ['rev-parse', '--show-prefix'], 'Reading the repository').then((out) =>
+      out.trim(),
+    );
+    const prefix = await this.#prefix;
     const args = ['status', '--porcelain', '-z', '--untracked-files=all', '--', '.', ...this.#exclude];
     const out = await git(this.#root, args, 'Reading git status');
     const files: string[] = [];
@@ -113,7 +121,8 @@ export class GitRepository implements Repository {
     for (let i = 0; i < entries.length; i += 1) {
       const entry = entries[i]!;
       if (entry.length < 4) continue;
-      files.push(entry.slice(3));
+      const path = entry.slice(3);
+      files.push(path.startsWith(prefix) ? path.slice(prefix.length) : path);
       // A rename or copy is followed by the path it came from.
       if (entry[0] === 'R' || entry[0] === 'C') i += 1;
     }

@@ -113,4 +113,20 @@ describe('GitRepository', () => {
     const again = await repo.lock();
     await again();
   });
+
+  it('names changed files relative to its own directory when that is a folder inside the work tree', async () => {
+    const top = await newRepo();
+    const repo = join(top, 'compositor');
+    await mkdir(join(repo, 'openspec'), { recursive: true });
+    await writeFile(join(repo, 'openspec', 'tasks.md'), '- [ ] 1.1 Do it\n');
+    await git(top, 'add', '-A');
+    await git(top, 'commit', '-q', '-m', 'sub');
+    await writeFile(join(repo, 'openspec', 'tasks.md'), '- [x] 1.1 Do it\n');
+    await writeFile(join(repo, 'new file.rs'), 'fn main() {}\n');
+    await writeFile(join(top, 'a.txt'), 'changed outside\n');
+    expect([...(await new GitRepository(repo).changedFiles())].sort()).toEqual([
+      'new file.rs',
+      'openspec/tasks.md',
+    ]);
+  });
 });
