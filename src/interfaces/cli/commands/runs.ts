@@ -113,7 +113,8 @@ async function showRun(
   check: LivenessCheck,
 ): Promise<{ summary: ListedRun; json: Record<string, unknown>; where: [string, string][] }> {
   // Asked only when the runlogs have no such run; a store that is down leaves the runlog's answer.
-  const { runs, opened } = readModel(runLogs, () => controlStoreFor(config), check);
+  // Showing only reads: an embedded database that does not exist yet is not created for an unknown id.
+  const { runs, opened } = readModel(runLogs, () => controlStoreFor(config, { existingOnly: true }), check);
   try {
     const { record, events } = await runs.read(ref);
     const summary = summaryOf(record);
