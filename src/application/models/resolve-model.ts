@@ -113,7 +113,7 @@ function where(model: CatalogModel): string {
  * `backend_unavailable` when no server answered at all (start one), `model_not_found` when some
  * did but none has a usable model (load or pull one): the two have different fixes.
  */
-function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
+export function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
   const lines = probes.map((probe) => {
     if (probe.denied) return `  - ${probe.backend} ${probe.baseUrl}: refused (${probe.error ?? 'no key'})`;
     if (!probe.ok)
