@@ -340,6 +340,24 @@ describe('fabric battery over two LM Studio servers', () => {
     const broken = await battery([join(sandbox.dir, 'broken.yaml')]);
     expect(broken.exitCode).toBe(2);
     expect(broken.stderr).toMatch(/broken\.yaml: invalid battery file \(nothing was run\):\n {2}- line \d+:/);
+    // One missing `]` makes the parser report every line after it: only the first error is
+    // shown, with its excerpt, as for fabric.yaml.
+    await writeFile(
+      join(sandbox.dir, 'bracket.yaml'),
+      'name: x\nspecialist: units\nmodels: [a]\ntasks: [\n  { id: a, task: "x", expect: { commands: [grep -q km notes.txt } },\n  { id: b, task: "y" }\n]\n',
+    );
+    const bracket = await battery([join(sandbox.dir, 'bracket.yaml')]);
+    expect(bracket.exitCode).toBe(2);
+    const problems = bracket.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^ {2}- line 5: Flow sequence .* end with a \] at line 5, column \d+ \(the first of \d+ YAML errors; fix it and run again\):$/,
+      ),
+    ]);
+    expect(bracket.stderr).toContain(
+      '      { id: a, task: "x", expect: { commands: [grep -q km notes.txt } },\n',
+    );
+    expect(bracket.stderr).toMatch(/^ {7,}\^$/m);
     expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
     expect(await runIds()).toEqual([]);
   });
