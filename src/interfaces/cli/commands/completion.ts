@@ -17,6 +17,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--specialist',
     '--workspace',
     '--model',
+    '--task-file',
     '--max-steps',
     '--config',
     '--json',
