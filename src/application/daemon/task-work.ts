@@ -145,7 +145,9 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
   try {
     await ctx.openspec.tick(item.change.id, item.task);
     const budget = ctx.maxAttempts * ctx.models.length;
-    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, budget);
+    // The model of the validated attempt's run: the last one the record lists.
+    const model = record.models?.at(-1) ?? null;
+    const message = commitMessage(item.change.id, item.task, validated.runId, model, done.attempt, budget);
     const { commit, size } = await ctx.git.commit(message);
     const endMs = ctx.clock.now().getTime();
     Object.assign(record, {

@@ -60,12 +60,14 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
 }
 
 describe('the work on a task', () => {
-  it('ticks and commits the first attempt that validates, with a Fabric-Run trailer', async () => {
+  it('ticks and commits the first attempt that validates, with Fabric-Run and Fabric-Model trailers', async () => {
     const t = context();
     expect(await workTask(t.ctx, ITEM, new AbortController().signal)).toBe('done');
     expect(t.ticks).toEqual(['a 1.2']);
     expect(t.git.commits).toHaveLength(1);
-    expect(t.git.commits[0]).toMatch(/^a 1\.2: A two\n[\s\S]*attempt 1 of 2[\s\S]*Fabric-Run: run1\n$/);
+    expect(t.git.commits[0]).toMatch(
+      /^a 1\.2: A two\n[\s\S]*attempt 1 of 2[\s\S]*Fabric-Run: run1\nFabric-Model: m\n$/,
+    );
     expect(t.ctx.state.tasks).toEqual([
       expect.objectContaining({
         status: 'done',

@@ -17,7 +17,8 @@ export const DAEMON_HELP = `Usage: fabric daemon [options]
 Works through a repository's OpenSpec change sets (openspec/changes/<id>/tasks.md) one task at a
 time: a rust-specialist run implements the task, the validation commands (daemon.validate in the
 config; default: cargo build, cargo test) run in the sandbox, and a validated task is ticked in
-tasks.md and committed with its work (one commit per task, with a Fabric-Run: <run_id> trailer).
+tasks.md and committed with its work (one commit per task, with Fabric-Run: <run_id> and
+Fabric-Model: <model> trailers).
 The validation runs at HEAD before a change's first task: tests failing there are reported as
 pre-existing, never blamed on a task; only a regression (a test that passed at HEAD) or a build
 error fails an attempt. A failing validation runs once more first: a test that then passes is
