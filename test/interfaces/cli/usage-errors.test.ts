@@ -55,7 +55,7 @@ describe('fabric given a mistake', () => {
     const result = await fabric(['health']);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(
-      /^fabric health: fabric health needs to know what to check: `fabric health lm`/,
+      /^fabric health needs to know what to check: `fabric health lm`/,
     );
   });
 
