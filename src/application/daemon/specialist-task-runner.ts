@@ -69,7 +69,8 @@ export class SpecialistTaskRunner implements TaskRunner {
     } catch (error) {
       if (signal.aborted) return { kind: 'cancelled' };
       if (error instanceof FabricError && BACKEND_DOWN.has(error.code)) {
-        return { kind: 'backend_down', message: error.message.split('\n')[0] ?? error.message };
+        // Whole: the servers asked and the fix, as `fabric run` prints them (issue 34).
+        return { kind: 'backend_down', message: error.message };
       }
       throw error;
     }

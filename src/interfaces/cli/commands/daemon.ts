@@ -36,7 +36,8 @@ replaced by .git/fabric/runs. A refused start changes no state.
 Options:
       --repo DIR          the repository (default: the working directory)
       --change ID         only this change (repeatable; default: every change, in name order)
-      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked)
+      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked);
+                          no model for daemon.backend_wait_s (default 300): exit 4
       --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
       --max-attempts N    attempts per task and model before it is blocked (default 3; with
                           daemon.models, each model in turn gets N attempts)
@@ -61,7 +62,7 @@ Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_D
 SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
 
 Exit codes: 0 done (nothing blocked) · 1 a task is blocked · 2 usage, config or repository problem
-            130 cancelled
+            4 --once and no model for daemon.backend_wait_s · 130 cancelled
 
 Example:
   cd my-compositor && fabric daemon --once --change add-damage-tracking
@@ -107,6 +108,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       // --model names one model; otherwise daemon.models escalates, cheapest first.
       models: values.model === undefined ? (config.daemon.models ?? []) : [],
       validationReruns: config.daemon.validation_reruns,
+      backendWaitMs: config.daemon.backend_wait_s * 1000,
       archive: values.archive === true,
     },
   });
