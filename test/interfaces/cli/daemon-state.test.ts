@@ -133,6 +133,9 @@ describe("the daemon's state", () => {
     await sh('git', 'commit', '-qm', 'compositor core and its OpenSpec change');
     const run = await spawnFabric(['daemon', '--once'], { env, cwd: repo });
     expect(run.exitCode, run.stderr).toBe(0);
+    // The model's reason names where the model came from: the environment, not a flag.
+    expect(run.stderr).toContain(`model: LM_STUDIO_MODEL ${MODEL}, found on lm_studio`);
+    expect(run.stderr).not.toContain('--model');
     const status = await spawnFabric(['daemon', 'status', '--json'], { env, cwd: repo });
     expect(JSON.parse(status.stdout)).toMatchObject({ changes: [{ id: 'add-region-queries', done: 2 }] });
     expect((await sh('git', 'status', '--porcelain', '--untracked-files=all')).stdout).toBe('');

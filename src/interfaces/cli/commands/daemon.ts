@@ -96,6 +96,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   const daemon = await createCompletionDaemon(config, {
     repo,
     model: values.model ?? config.daemon.model,
+    modelFrom: modelFrom(values.model, io.env, config.source),
     observers: () => [new ProgressReporter(io.stderr, style)],
     onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
     onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
@@ -115,6 +116,14 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   const outcome = await daemon.run(io.signal);
   if (outcome.cancelled) return EXIT.cancelled;
   return outcome.blocked > 0 ? EXIT.runFailed : EXIT.ok;
+}
+
+/** Where the daemon's model came from, as its runs' model reason names it (flag, environment, file). */
+function modelFrom(flag: string | undefined, env: CliIo['env'], source: string): string {
+  if (flag !== undefined) return '--model';
+  // The loader lets LM_STUDIO_MODEL override daemon.model in the file.
+  if (env.LM_STUDIO_MODEL) return 'LM_STUDIO_MODEL';
+  return `daemon.model (${source})`;
 }
 
 function parse(argv: readonly string[]) {
