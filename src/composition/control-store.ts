@@ -9,7 +9,11 @@ import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import type { FabricConfig } from '../config/load.ts';
 import { LockHeldError } from '../infrastructure/control/dir-lock.ts';
 import { openControlStore } from '../infrastructure/control/open-control-store.ts';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { gitRunsDirOf } from '../infrastructure/daemon/daemon-runs-dir.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { MergedRunLogs } from '../infrastructure/runlog/merged-run-logs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
 
 export { type ControlExports, buildExports, exportAll } from '../infrastructure/control/exports.ts';
@@ -36,6 +40,21 @@ export function controlStoreFor(
 /** The runlogs under the config's `runs_dir`. */
 export function runLogsFor(config: FabricConfig): FileRunLogStore {
   return new FileRunLogStore(config.runs_dir);
+}
+
+/**
+ * The runlogs a command that reads runs sees from `repo` (the working directory, or `--repo`):
+ * the config's, and when `repo` is in a git work tree a daemon has worked in, the daemon's own
+ * runs directory in its git directory (`.git/fabric/runs`), which a default `./runs` never finds.
+ */
+export function runLogsSeenFrom(config: FabricConfig, repo: string): MergedRunLogs {
+  const own = new FileRunLogStore(config.runs_dir);
+  const daemons = gitRunsDirOf(repo);
+  const stores =
+    daemons !== null && resolve(daemons) !== own.runsDir && existsSync(daemons)
+      ? [own, new FileRunLogStore(daemons)]
+      : [own];
+  return new MergedRunLogs(stores);
 }
 
 /** Whether a run's process still exists, on this machine. */

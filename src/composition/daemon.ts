@@ -47,6 +47,8 @@ export interface DaemonSetup {
   readonly repo: string;
   /** The model to ask for (`--model`, `daemon.model`); none: the specialist's. */
   readonly model: string | undefined;
+  /** Where `model` came from, as the user would name it: `--model`, `LM_STUDIO_MODEL`, `daemon.model`. */
+  readonly modelFrom?: string | undefined;
   /** Observers for each new run (live progress). */
   readonly observers: () => readonly RunObserver[];
   readonly onEvent: (event: StampedDaemonEvent) => void;
@@ -93,7 +95,13 @@ export async function createCompletionDaemon(
   const fabric = createFabric(config, { onDegraded: setup.onDegraded });
   const runner = new SpecialistTaskRunner(
     { run: (request) => fabric.run(request), refreshCatalog: () => fabric.refreshCatalog() },
-    { specialist, workspace: repo, model: setup.model, observers: setup.observers },
+    {
+      specialist,
+      workspace: repo,
+      model: setup.model,
+      modelFrom: setup.modelFrom,
+      observers: setup.observers,
+    },
   );
   const daemon = new CompletionDaemon(
     {

@@ -133,11 +133,16 @@ export function parseBatteryFile(text: string, source: string, specialists?: Kno
   const doc = parseDocument(text, { lineCounter, prettyErrors: true });
   const lineOf = (offset: number | undefined) =>
     offset === undefined ? undefined : lineCounter.linePos(offset).line;
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map(
-      (error) => `  - line ${error.linePos?.[0].line ?? '?'}: ${error.message.split('\n')[0]}`,
-    );
-    throw invalid(source, problems);
+  const [yamlError] = doc.errors;
+  if (yamlError !== undefined) {
+    // One error at a time, with its excerpt, as for fabric.yaml: a missing `]` makes the parser
+    // report every line after it too, and only the first error is the one to fix.
+    const [headline = '', ...excerpt] = yamlError.message.split('\n');
+    const shown = excerpt.filter((line) => line.trim() !== '').map((line) => `      ${line}`);
+    const more =
+      doc.errors.length > 1 ? ` (the first of ${doc.errors.length} YAML errors; fix it and run again)` : '';
+    const line = `  - line ${yamlError.linePos?.[0].line ?? '?'}: ${headline.replace(/:$/, '')}${more}`;
+    throw invalid(source, [[shown.length > 0 ? `${line}:` : line, ...shown].join('\n')]);
   }
   const raw: unknown = doc.toJS();
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {

@@ -151,6 +151,8 @@ export const DaemonSchema = v.strictObject({
   max_attempts: v.optional(positiveInt, 3),
   /** Seconds between scans (OPEN_SPEC_DAEMON_INTERVAL overrides); also the cap of the backend backoff. */
   interval_s: v.optional(positiveInt, 300),
+  /** With --once: seconds to wait for a model before giving up (exit 4); a long-running daemon waits for ever. */
+  backend_wait_s: v.optional(v.pipe(v.number(), v.minValue(0)), 300),
 });
 
 /**

@@ -4,13 +4,14 @@ import { buildConfig } from '../../src/config/load.ts';
 const RAW = { specialists: { rust: { builder: 'builtin:rust' } } };
 
 describe('the daemon config', () => {
-  it('defaults to cargo build and cargo test, 3 attempts and a 300 s interval', async () => {
+  it('defaults to cargo build and cargo test, 3 attempts, a 300 s interval and 300 s of waiting for a model with --once', async () => {
     const config = await buildConfig(RAW, '/x/fabric.yaml', {}, '/x');
     expect(config.daemon).toEqual({
       specialist: 'rust',
       validate: ['cargo build', 'cargo test'],
       max_attempts: 3,
       interval_s: 300,
+      backend_wait_s: 300,
       validation_reruns: 1,
     });
   });

@@ -7,18 +7,25 @@ import type { BatteryFile } from '../../config/battery-file.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult } from '../../domain/run-result.ts';
-import { sameModel } from '../models/resolve-model.ts';
+import { noModel, sameModel } from '../models/resolve-model.ts';
+import { closestName, plural } from '../../domain/words.ts';
 import type { RunTask } from '../run/run-request.ts';
 import { isHosted } from '../ports.ts';
 import type { CellRunRequest, CellRunner } from './battery-ports.ts';
 import type { BatteryModels } from './session-ports.ts';
 
-/** The battery's models: `--models`, else the file's; `available` = every tool-capable model. */
+/**
+ * The battery's models: `--models`, else the file's; `available` = every tool-capable model.
+ * A named model that no answering server lists is refused before any cell runs (SPEC §12,
+ * amended): a typo is not an infrastructure failure. When no server answers, nothing is refused
+ * here: each cell then fails as an infrastructure failure, and `--resume` runs it again.
+ */
 export async function resolveBatteryModels(
   models: Pick<BatteryModels, 'probe'>,
   battery: BatteryFile,
   flag: readonly string[] | 'available' | undefined,
   signal: AbortSignal,
+  expandModelAlias: (name: string) => string = (name) => name,
 ): Promise<string[]> {
   const wanted = flag ?? battery.models;
   if (wanted === undefined) {
@@ -27,7 +34,16 @@ export async function resolveBatteryModels(
       `${battery.source} names no models; add \`models: [A, B]\` (or \`models: available\`) or pass --models A,B.`,
     );
   }
-  if (wanted !== 'available') return [...new Set(wanted)];
+  if (wanted !== 'available') {
+    const named = [...new Set(wanted)];
+    await refuseUnlisted(
+      await models.probe(signal),
+      named,
+      expandModelAlias,
+      flag === undefined ? battery.source : '--models',
+    );
+    return named;
+  }
   const probes = await models.probe(signal);
   const ids: string[] = [];
   // Local first (SPEC §5): a hosted model is compared only when the battery names it.
@@ -45,6 +61,29 @@ export async function resolveBatteryModels(
     );
   }
   return ids;
+}
+
+/** Throws `model_not_found` naming each model no answering server lists, with what they offer. */
+function refuseUnlisted(
+  probes: Awaited<ReturnType<BatteryModels['probe']>>,
+  named: readonly string[],
+  expand: (name: string) => string,
+  from: string,
+): void {
+  const answered = probes.filter((probe) => probe.ok);
+  if (answered.length === 0) return;
+  const offered = [...new Set(answered.flatMap((probe) => probe.models.map((model) => model.id)))];
+  const missing = named.filter((name) => !offered.some((id) => sameModel(id, expand(name))));
+  if (missing.length === 0) return;
+  const each = missing.map((name) => {
+    const id = expand(name);
+    const meant = closestName(id, offered);
+    return `"${name}"${id === name ? '' : ` (alias of "${id}")`}${meant === undefined ? '' : ` (did you mean "${meant}"?)`}`;
+  });
+  throw noModel(
+    probes,
+    `The battery names ${plural(missing.length, 'model')} (from ${from}) that no answering server lists, so no cell ran: ${each.join(', ')}.`,
+  );
 }
 
 /** What the cell runner needs. */

@@ -116,7 +116,13 @@ export class BatterySession {
       throw new FabricError('usage', 'A battery needs a FILE (or --resume ID).');
     const battery = request.battery ?? (await ports.loadFile(request.file as string, batteryAgainst(ports)));
     await checkBattery(battery, ports);
-    const models = await resolveBatteryModels(ports.models, battery, request.models, request.signal);
+    const models = await resolveBatteryModels(
+      ports.models,
+      battery,
+      request.models,
+      request.signal,
+      ports.expandModelAlias,
+    );
     const now = ports.clock.now();
     const workspace = batteryWorkspace(battery, settings);
     const plan: BatteryPlan = {

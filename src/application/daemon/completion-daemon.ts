@@ -46,6 +46,11 @@ export interface CompletionDaemonOptions {
   /** First wait when the backend is down; it doubles, capped at the interval. Default 1 s. */
   readonly backoffBaseMs?: number;
   /**
+   * With `once`: how long a model may stay out of reach before the daemon gives up with
+   * `backend_unavailable` (exit 4) instead of waiting for ever. Default 300 s.
+   */
+  readonly backendWaitMs?: number;
+  /**
    * The models to escalate through, cheapest first, each given `maxAttempts` (SPEC §11.1);
    * default one: the runner's own.
    */
@@ -77,6 +82,8 @@ export class CompletionDaemon {
   #retryBlocked: boolean;
   /** The tests failing at each HEAD the baseline ran at. */
   readonly #baselines = new Map<string, ReadonlySet<string>>();
+  /** When the current outage began (ms), across tasks; null while a model answers. */
+  readonly #outage: { since: number | null } = { since: null };
 
   constructor(deps: CompletionDaemonDeps, options: CompletionDaemonOptions) {
     this.#deps = deps;
@@ -253,6 +260,8 @@ export class CompletionDaemon {
           : this.#options.models,
       reruns: this.#options.validationReruns ?? 1,
       backoff: { baseMs: this.#options.backoffBaseMs ?? 1000, capMs: this.#options.intervalMs },
+      backendWaitMs: this.#options.once ? (this.#options.backendWaitMs ?? 300_000) : undefined,
+      outage: this.#outage,
       save: () => this.#save(),
       emit: (event) => this.#emit(event),
     };

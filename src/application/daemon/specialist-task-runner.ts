@@ -24,6 +24,8 @@ export interface SpecialistTaskRunnerOptions {
   /** The repository: the run's workspace. */
   readonly workspace: string;
   readonly model: string | undefined;
+  /** Where `model` came from (`--model`, `LM_STUDIO_MODEL`, `daemon.model`), named in the run's model reason. */
+  readonly modelFrom?: string | undefined;
   /** Observers for each new run (live progress). */
   readonly observers: () => readonly RunObserver[];
   readonly onNotice?: (message: string) => void;
@@ -46,18 +48,26 @@ export class SpecialistTaskRunner implements TaskRunner {
       // ask the backends again.
       this.#ports.refreshCatalog();
     }
-    const outcome = await this.#run(task, signal, model ?? this.#options.model);
+    // A model given here is escalation's, from daemon.models.
+    const from = model !== undefined ? 'daemon.models' : this.#options.modelFrom;
+    const outcome = await this.#run(task, signal, model ?? this.#options.model, from);
     this.#backendWasDown = outcome.kind === 'backend_down';
     return outcome;
   }
 
-  async #run(task: string, signal: AbortSignal, model: string | undefined): Promise<TaskRunResult> {
+  async #run(
+    task: string,
+    signal: AbortSignal,
+    model: string | undefined,
+    modelFrom: string | undefined,
+  ): Promise<TaskRunResult> {
     try {
       const result = await this.#ports.run({
         specialist: this.#options.specialist,
         task,
         workspace: this.#options.workspace,
         model,
+        modelFrom,
         observers: this.#options.observers(),
         signal,
         ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
@@ -69,7 +79,8 @@ export class SpecialistTaskRunner implements TaskRunner {
     } catch (error) {
       if (signal.aborted) return { kind: 'cancelled' };
       if (error instanceof FabricError && BACKEND_DOWN.has(error.code)) {
-        return { kind: 'backend_down', message: error.message.split('\n')[0] ?? error.message };
+        // Whole: the servers asked and the fix, as `fabric run` prints them (issue 34).
+        return { kind: 'backend_down', message: error.message };
       }
       throw error;
     }

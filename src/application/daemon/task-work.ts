@@ -3,7 +3,7 @@
  * spent, each attempt's outcome handled in an exhaustive switch; then the tick and the commit, or
  * the block (tree restored), or the cancel (tree restored, task pending).
  */
-import { errorMessage } from '../../domain/errors.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
 import { sleep } from './abortable-sleep.ts';
 import { type AttemptOutcome, type AttemptPorts, type TaskTimes, attemptTask } from './attempt-steps.ts';
@@ -40,6 +40,10 @@ export interface TaskWorkContext {
   /** Times a failing validation runs again before an attempt is spent. */
   readonly reruns: number;
   readonly backoff: Backoff;
+  /** With --once: how long no model may answer before the daemon gives up; undefined: for ever. */
+  readonly backendWaitMs?: number | undefined;
+  /** When the current outage began (ms since the epoch), shared across tasks; null: none. */
+  readonly outage: { since: number | null };
   /** Writes the state (and the record to the control plane). */
   save(): Promise<void>;
   emit(event: DaemonEvent): void;
@@ -75,6 +79,7 @@ export async function workTask(
     emit: (event) => ctx.emit(event),
     changedFiles: () => ctx.git.changedFiles(),
     backendUp: () => {
+      ctx.outage.since = null;
       if (markBackendUp(ctx.state.backend, ctx.clock.now())) ctx.emit({ event: 'backend_up' });
     },
   };
@@ -114,7 +119,8 @@ export async function workTask(
       case 'cancelled':
         return cancel(ctx, record);
       case 'backend_down':
-        await waitForBackend(ctx, outcome.message, signal);
+        if (!(await waitForBackend(ctx, outcome.message, signal)))
+          return giveUp(ctx, record, outcome.message);
         break;
       case 'failed':
         feedback = outcome.feedback;
@@ -145,7 +151,9 @@ async function complete(ctx: TaskWorkContext, done: Completion, signal: AbortSig
   try {
     await ctx.openspec.tick(item.change.id, item.task);
     const budget = ctx.maxAttempts * ctx.models.length;
-    const message = commitMessage(item.change.id, item.task, validated.runId, done.attempt, budget);
+    // The model of the validated attempt's run: the last one the record lists.
+    const model = record.models?.at(-1) ?? null;
+    const message = commitMessage(item.change.id, item.task, validated.runId, model, done.attempt, budget);
     const { commit, size } = await ctx.git.commit(message);
     const endMs = ctx.clock.now().getTime();
     Object.assign(record, {
@@ -216,13 +224,43 @@ function retry(ctx: TaskWorkContext, record: DaemonTaskRecord, diagnostics: stri
   }
 }
 
-/** No model reachable: the backend is marked down and the daemon waits, its backoff doubling. */
-async function waitForBackend(ctx: TaskWorkContext, message: string, signal: AbortSignal): Promise<void> {
+/**
+ * No model reachable: the backend is marked down and the daemon waits, its backoff doubling.
+ * False when `backendWaitMs` (--once) has passed since the outage began: time to give up.
+ */
+async function waitForBackend(ctx: TaskWorkContext, message: string, signal: AbortSignal): Promise<boolean> {
   const backend = ctx.state.backend;
-  const waitMs = markBackendDown(backend, message, ctx.backoff);
+  let waitMs = markBackendDown(backend, message, ctx.backoff);
+  if (ctx.backendWaitMs !== undefined) {
+    const now = ctx.clock.now().getTime();
+    ctx.outage.since ??= now;
+    const left = ctx.outage.since + ctx.backendWaitMs - now;
+    if (left <= 0) return false;
+    if (left < waitMs) {
+      waitMs = left;
+      backend.backoff_s = left / 1000;
+    }
+  }
   await ctx.save();
   ctx.emit({ event: 'backend_down', message, failures: backend.failures, backoff_s: backend.backoff_s });
   await sleep(waitMs, signal);
+  return true;
+}
+
+/**
+ * `--once` and no model for `backendWaitMs`: the tree goes back, the task stays pending, and the
+ * daemon ends with `backend_unavailable` (exit 4), naming the servers asked and the fix as
+ * `fabric run` does.
+ */
+async function giveUp(ctx: TaskWorkContext, record: DaemonTaskRecord, message: string): Promise<never> {
+  await ctx.git.restore();
+  record.status = 'pending';
+  await ctx.save();
+  const waited = Math.round((ctx.backendWaitMs ?? 0) / 1000);
+  throw new FabricError(
+    'backend_unavailable',
+    `${message}\nfabric daemon --once gave up after ${waited}s without a model (daemon.backend_wait_s); ${record.change} ${record.id} is still pending. Start a model server and run it again.`,
+  );
 }
 
 async function block(

@@ -11,6 +11,8 @@ export interface ModelChoice {
 export interface ResolveOptions {
   /** `--model`: must exist; no fallback. */
   readonly flagModel?: string | undefined;
+  /** Where `flagModel` came from, as the user would name it (default `--model`; `LM_STUDIO_MODEL`, `daemon.model`). */
+  readonly flagFrom?: string | undefined;
   /** The specialist's `model:` (aliases already expanded): used when some healthy backend has it. */
   readonly configuredModel?: string | undefined;
 }
@@ -32,13 +34,14 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
   // The same model on several servers: the loaded copy first (no load wait), as for the best available.
   const find = (id: string) => all.filter((model) => sameModel(model.id, id)).sort(compareCandidates)[0];
   if (options.flagModel !== undefined) {
+    const from = options.flagFrom ?? '--model';
     const found = find(options.flagModel);
-    if (found) return { model: found, reason: `--model ${options.flagModel}, found on ${where(found)}` };
+    if (found) return { model: found, reason: `${from} ${options.flagModel}, found on ${where(found)}` };
     throw noModel(
       probes,
       healthy.length === 0
-        ? `No model server answered, so the model "${options.flagModel}" given with --model cannot be used.`
-        : `No backend has the model "${options.flagModel}" given with --model.`,
+        ? `No model server answered, so the model "${options.flagModel}" given with ${from} cannot be used.`
+        : `No backend has the model "${options.flagModel}" given with ${from}.`,
     );
   }
   let prefix = '';
@@ -113,7 +116,7 @@ function where(model: CatalogModel): string {
  * `backend_unavailable` when no server answered at all (start one), `model_not_found` when some
  * did but none has a usable model (load or pull one): the two have different fixes.
  */
-function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
+export function noModel(probes: readonly BackendProbe[], headline: string): FabricError {
   const lines = probes.map((probe) => {
     if (probe.denied) return `  - ${probe.backend} ${probe.baseUrl}: refused (${probe.error ?? 'no key'})`;
     if (!probe.ok)

@@ -1,5 +1,6 @@
 import type { RunEvent } from '../../domain/run-events.ts';
 import { FINISH_TOOL } from '../run/tool-dispatch.ts';
+import { sortTestResultLines } from './test-result-order.ts';
 
 /** What one tool call came to in a run. */
 export interface CallOutcome {
@@ -139,7 +140,8 @@ export function compareReplay(
 
 /**
  * A normaliser for a re-run in another workspace: each side's workspace path and run id become
- * placeholders, and durations (`1.2s`, `340 ms`) and ISO timestamps are masked.
+ * placeholders, durations (`1.2s`, `340 ms`) and ISO timestamps are masked, and `cargo test`'s
+ * result lines are put in name order (libtest prints them as its threads finish).
  */
 export function replayNormalizer(sides: {
   readonly original: { readonly workspace: string | null; readonly runId: string };
@@ -157,7 +159,7 @@ export function replayNormalizer(sides: {
       .join('|');
     const out =
       pattern === '' ? text : text.replace(new RegExp(pattern, 'g'), (name) => names.get(name) ?? name);
-    return out
+    return sortTestResultLines(out)
       .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?/g, '<time>')
       .replace(/(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|s)\b/g, '<duration>');
   };

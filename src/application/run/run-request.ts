@@ -12,6 +12,8 @@ export interface RunRequest {
   readonly task: string;
   readonly workspace?: string | undefined;
   readonly model?: string | undefined;
+  /** Where `model` came from, named in the choice's reason and errors (default `--model`), e.g. `LM_STUDIO_MODEL`. */
+  readonly modelFrom?: string | undefined;
   readonly maxSteps?: number | undefined;
   readonly observers?: readonly RunObserver[];
   readonly signal: AbortSignal;

@@ -123,10 +123,15 @@ export class RunStarter {
    * Resolution options: `--model`, else the specialist's configured model, aliases expanded.
    * Without a specialist, only the flag counts.
    */
-  resolveOptions(specialist: string | undefined, flagModel: string | undefined): ResolveOptions {
+  resolveOptions(
+    specialist: string | undefined,
+    flagModel: string | undefined,
+    flagFrom?: string | undefined,
+  ): ResolveOptions {
     const configured = specialist === undefined ? undefined : this.#deps.specialists.config(specialist).model;
     return {
       flagModel: flagModel === undefined ? undefined : this.expandAlias(flagModel),
+      flagFrom,
       configuredModel: configured === undefined ? undefined : this.expandAlias(configured),
     };
   }
@@ -170,7 +175,7 @@ export class RunStarter {
   async run(request: RunRequest, priority: number): Promise<RunResult> {
     const deps = this.#deps;
     const workspace = await this.validate(request);
-    const resolve = this.resolveOptions(request.specialist, request.model);
+    const resolve = this.resolveOptions(request.specialist, request.model, request.modelFrom);
     // A run waits for a server still loading its model; the notice says so when someone listens.
     const choice = await this.#choose(resolve, request.signal, request.onNotice ?? (() => {}));
     request.onModelChosen?.(choice);

@@ -14,6 +14,16 @@ export function daemonRunsDir(runsDir: string, repo: string): string {
   return gitDir === null ? runsDir : join(gitDir, 'fabric', 'runs');
 }
 
+/**
+ * The runs directory a daemon keeps in the git directory of the work tree `path` lies in
+ * (`.git/fabric/runs`), whatever config it ran with; null outside a work tree.
+ */
+export function gitRunsDirOf(path: string): string | null {
+  const top = workTreeOf(path);
+  const gitDir = top === null ? null : gitDirOf(top);
+  return gitDir === null ? null : join(gitDir, 'fabric', 'runs');
+}
+
 /** The top of the git work tree a path lies in (the nearest directory holding `.git`), or null. */
 export function workTreeOf(path: string): string | null {
   let dir = resolve(path);

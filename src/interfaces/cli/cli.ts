@@ -124,7 +124,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       error instanceof FabricError
         ? error
         : new FabricError('internal', `Unexpected error: ${errorMessage(error)}`);
-    io.stderr.write(`fabric ${name}: ${fabricError.message}\n`);
+    // A message that already names its command ("fabric health needs …") is not named twice.
+    const named = fabricError.message.startsWith(`fabric ${name} `);
+    io.stderr.write(`${named ? '' : `fabric ${name}: `}${fabricError.message}\n`);
     if (rest.includes('--json')) {
       io.stdout.write(
         `${JSON.stringify({ error: { code: fabricError.code, message: fabricError.message } })}\n`,

@@ -36,7 +36,7 @@ const byPlace = (a: CellResult, b: CellResult) =>
 
 describe('a battery session: its plan', () => {
   it('plans every task with every model, `repeat` times, in the canonical workspace', async () => {
-    const { ports } = memoryBattery();
+    const { ports } = memoryBattery({ catalog: [catalogModel(ALPHA), catalogModel(BETA)] });
     const battery = batteryOf(`${TWO_TASKS}repeat: 2\nmax_steps: 7\n`);
     const session = await BatterySession.open(ports, { battery, signal: signal() });
     expect(session.plan).toMatchObject({
@@ -68,10 +68,10 @@ describe('a battery session: its plan', () => {
     });
     const listed = await BatterySession.open(ports, {
       battery: batteryOf(TWO_TASKS),
-      models: [BETA, BETA, 'lab/gamma', 'gpt-5'],
+      models: [BETA, BETA, 'lab/no-tools', 'gpt-5'],
       signal: signal(),
     });
-    expect(listed.plan.models).toEqual([BETA, 'lab/gamma', 'gpt-5']);
+    expect(listed.plan.models).toEqual([BETA, 'lab/no-tools', 'gpt-5']);
     expect(listed.concurrency).toBe(3);
     const available = await BatterySession.open(ports, {
       battery: batteryOf(TWO_TASKS),
@@ -173,27 +173,31 @@ describe('a battery session: running and its state', () => {
     ]);
   });
 
-  it('expands a model alias the one way before asking the backends, and fails the cells of a missing model', async () => {
+  it('expands a model alias the one way before asking the backends, and refuses a missing model before any cell runs', async () => {
     const memory = memoryBattery({
       catalog: [catalogModel(ALPHA)],
       aliases: { coder: ALPHA, ghost: 'lab/ghost-1b' },
     });
+    const refused = await rejection(
+      BatterySession.open(memory.ports, {
+        battery: batteryOf(TWO_TASKS),
+        models: ['coder', 'ghost'],
+        signal: signal(),
+      }),
+    );
+    expect(refused.code).toBe('model_not_found');
+    expect(refused.message).toContain(
+      'The battery names 1 model (from --models) that no answering server lists, so no cell ran: "ghost" (alias of "lab/ghost-1b").',
+    );
+    expect(refused.message).toContain(`lm_studio http://lm.test:1234: ${ALPHA}`);
+    expect(memory.runs).toEqual([]);
     const session = await BatterySession.open(memory.ports, {
       battery: batteryOf(TWO_TASKS),
-      models: ['coder', 'ghost'],
+      models: ['coder'],
       signal: signal(),
     });
     const { results } = await session.run(signal());
-    expect(results.filter((cell) => cell.model === 'coder').map((cell) => cell.status)).toEqual([
-      'succeeded',
-      'succeeded',
-    ]);
-    const ghost = results.filter((cell) => cell.model === 'ghost');
-    expect(ghost.map((cell) => [cell.status, cell.failed_check, cell.run_id])).toEqual([
-      ['not_run', 'run', null],
-      ['not_run', 'run', null],
-    ]);
-    expect(ghost[0]?.error).toContain('No backend has the model "lab/ghost-1b"');
+    expect(results.map((cell) => cell.status)).toEqual(['succeeded', 'succeeded']);
     // Only the usable model's cells ran; the run is asked for the name the battery gives.
     expect(memory.runs.map((run) => run.model)).toEqual(['coder', 'coder']);
   });

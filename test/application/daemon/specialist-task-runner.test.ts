@@ -39,7 +39,7 @@ describe('SpecialistTaskRunner', () => {
     });
   });
 
-  it('says the backend is down, thrown or as a failed run, and asks the backends afresh next time', async () => {
+  it('says the backend is down, thrown or as a failed run, with the fix, and asks the backends afresh next time', async () => {
     const unreachable = {
       ...fakeRunResult('r1', 'failed'),
       error: { code: 'backend_unavailable', message: 'refused' },
@@ -52,7 +52,10 @@ describe('SpecialistTaskRunner', () => {
     const signal = new AbortController().signal;
     expect(await t.runner.run('x', signal)).toEqual({ kind: 'backend_down', message: 'refused' });
     expect(t.refreshes()).toBe(0);
-    expect(await t.runner.run('x', signal)).toEqual({ kind: 'backend_down', message: 'no model coder' });
+    expect(await t.runner.run('x', signal)).toEqual({
+      kind: 'backend_down',
+      message: 'no model coder\nload one in LM Studio',
+    });
     expect(await t.runner.run('x', signal)).toMatchObject({ kind: 'ran' });
     expect(t.refreshes()).toBe(2);
   });

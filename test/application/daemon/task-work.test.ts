@@ -20,7 +20,14 @@ const ITEM = {
   baseline: new Set<string>(),
 };
 
-function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; hookFails?: boolean } = {}) {
+function context(
+  parts: {
+    runner?: QueuedRunner;
+    validator?: QueuedValidator;
+    hookFails?: boolean;
+    backendWaitMs?: number;
+  } = {},
+) {
   const log = eventLog();
   const git = { restores: 0, commits: [] as string[] };
   const ticks: string[] = [];
@@ -51,6 +58,8 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
     models: [undefined],
     reruns: 0,
     backoff: { baseMs: 1, capMs: 4 },
+    backendWaitMs: parts.backendWaitMs,
+    outage: { since: null },
     save: async () => {
       saves += 1;
     },
@@ -60,12 +69,14 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
 }
 
 describe('the work on a task', () => {
-  it('ticks and commits the first attempt that validates, with a Fabric-Run trailer', async () => {
+  it('ticks and commits the first attempt that validates, with Fabric-Run and Fabric-Model trailers', async () => {
     const t = context();
     expect(await workTask(t.ctx, ITEM, new AbortController().signal)).toBe('done');
     expect(t.ticks).toEqual(['a 1.2']);
     expect(t.git.commits).toHaveLength(1);
-    expect(t.git.commits[0]).toMatch(/^a 1\.2: A two\n[\s\S]*attempt 1 of 2[\s\S]*Fabric-Run: run1\n$/);
+    expect(t.git.commits[0]).toMatch(
+      /^a 1\.2: A two\n[\s\S]*attempt 1 of 2[\s\S]*Fabric-Run: run1\nFabric-Model: m\n$/,
+    );
     expect(t.ctx.state.tasks).toEqual([
       expect.objectContaining({
         status: 'done',
@@ -114,6 +125,26 @@ describe('the work on a task', () => {
       'validation',
       'task_done',
     ]);
+  });
+
+  it('gives up with --once after backendWaitMs without a model: the task pending, the tree restored, the servers named', async () => {
+    const down =
+      'No model server answered.\nAsked:\n  - lm_studio http://127.0.0.1:9: unreachable\nStart LM Studio';
+    const runner = new QueuedRunner(
+      Array.from({ length: 50 }, () => ({ kind: 'backend_down' as const, message: down })),
+    );
+    // The clock steps 10 ms a reading: a few waits, then the limit is passed.
+    const t = context({ runner, backendWaitMs: 35 });
+    const error = await workTask(t.ctx, ITEM, new AbortController().signal).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FabricError);
+    expect((error as FabricError).code).toBe('backend_unavailable');
+    expect((error as FabricError).message).toContain('Asked:\n  - lm_studio http://127.0.0.1:9: unreachable');
+    expect((error as FabricError).message).toContain(
+      'fabric daemon --once gave up after 0s without a model (daemon.backend_wait_s); a 1.2 is still pending.',
+    );
+    expect(t.ctx.state.tasks[0]).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(t.git.restores).toBe(1);
+    expect(t.log.kinds().filter((kind) => kind === 'backend_down').length).toBeGreaterThan(0);
   });
 
   it('blocks the task when the commit fails, the tree restored', async () => {

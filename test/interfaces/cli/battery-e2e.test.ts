@@ -142,7 +142,7 @@ interface JsonCell {
 
 describe('fabric battery over two LM Studio servers', () => {
   it('runs every cell, scores them as scripted, and sends each model to the server where it is loaded', async () => {
-    const file = await writeBattery({ models: [ALPHA, BETA, GHOST, NO_TOOLS], max_steps: 3 });
+    const file = await writeBattery({ models: [ALPHA, BETA, NO_TOOLS], max_steps: 3 });
     const before = await treeDigest(workspace);
     const result = await battery([file, '--json', '--report', 'report.md', '--concurrency', '2']);
     expect(result.stderr).toMatch(/battery bat-\S+ · units-basics/);
@@ -157,7 +157,7 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(result.stderr).toContain(json.id);
     const cell = (task: string, model: string) =>
       json.cells.find((c) => c.task === task && c.model === model)!;
-    expect(json.cells).toHaveLength(8);
+    expect(json.cells).toHaveLength(6);
 
     expect(cell('km-to-mi', ALPHA)).toMatchObject({
       status: 'succeeded',
@@ -174,29 +174,14 @@ describe('fabric battery over two LM Studio servers', () => {
     });
     expect(cell('ft-to-m', BETA).error).toContain('expected succeeded');
     for (const task of ['km-to-mi', 'ft-to-m']) {
-      // A missing model is the infrastructure's failure, not counted against it; no tools is its own.
-      expect(cell(task, GHOST)).toMatchObject({
-        status: 'not_run',
-        passed: false,
-        run_id: null,
-        infrastructure: true,
-      });
+      // A model without tools fails its own cells (a missing one is refused before any cell runs).
       expect(cell(task, NO_TOOLS)).toMatchObject({ infrastructure: false });
-      expect(cell(task, GHOST).error).toContain(`No backend has the model "${GHOST}"`);
       expect(cell(task, NO_TOOLS)).toMatchObject({ status: 'not_run', passed: false, run_id: null });
       expect(cell(task, NO_TOOLS).error).toContain('cannot call tools');
     }
     expect(json.models).toEqual([
       expect.objectContaining({ model: ALPHA, passed: 2, total: 2, pass_rate: 1 }),
       expect.objectContaining({ model: BETA, passed: 1, total: 2, pass_rate: 0.5 }),
-      expect.objectContaining({
-        model: GHOST,
-        passed: 0,
-        total: 0,
-        infrastructure_failures: 2,
-        median_steps: null,
-        interval: null,
-      }),
       expect.objectContaining({ model: NO_TOOLS, passed: 0, total: 2, pass_rate: 0 }),
     ]);
 
@@ -228,8 +213,6 @@ describe('fabric battery over two LM Studio servers', () => {
     expect(report).toMatch(
       new RegExp(`\\*\\*ft-to-m\\*\\* × \`${BETA}\`: status — expected succeeded, the run ended max_steps`),
     );
-    expect(report).toContain('## Infrastructure failures');
-    expect(report).toContain(`No backend has the model "${GHOST}"`);
     expect(report).toContain(cell('ft-to-m', BETA).run_id!);
 
     // The original workspace was only read.
@@ -305,6 +288,27 @@ describe('fabric battery over two LM Studio servers', () => {
     expect((await readState(id!)).status).toBe('done');
   });
 
+  it('refuses a model no answering server lists before any cell runs (exit 4), from --models or the file', async () => {
+    const typo = 'lab/alpah-7b';
+    const flagged = await battery([await writeBattery({}), '--models', `${ALPHA},${typo}`]);
+    expect(flagged.exitCode, flagged.stderr).toBe(4);
+    expect(flagged.stderr).toContain(
+      `The battery names 1 model (from --models) that no answering server lists, so no cell ran: "${typo}" (did you mean "${ALPHA}"?).`,
+    );
+    // What each server offers, and the fix.
+    expect(flagged.stderr).toMatch(new RegExp(`lm_studio http://127\\.0\\.0\\.1:\\d+: ${ALPHA}, ${BETA}`));
+    expect(flagged.stderr).toMatch(/ollama http:\/\/127\.0\.0\.1:9: unreachable/);
+    expect(flagged.stderr).toContain('lms load');
+    const fromFile = await battery([await writeBattery({ models: [GHOST, BETA] })]);
+    expect(fromFile.exitCode, fromFile.stderr).toBe(4);
+    expect(fromFile.stderr).toMatch(
+      /names 1 model \(from \S+battery\.yaml\) that no answering server lists, so no cell ran: "lab\/ghost-1b"\./,
+    );
+    expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
+    expect(await runIds()).toEqual([]);
+    await expect(readdir(join(sandbox.runsDir, 'batteries'))).rejects.toThrow(/ENOENT/);
+  });
+
   it('refuses a file that does not fit (exit 2), naming the field and line, and runs nothing', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ specialist: 'nobody' }, /line 2: specialist: no specialist "nobody"/],
@@ -336,6 +340,24 @@ describe('fabric battery over two LM Studio servers', () => {
     const broken = await battery([join(sandbox.dir, 'broken.yaml')]);
     expect(broken.exitCode).toBe(2);
     expect(broken.stderr).toMatch(/broken\.yaml: invalid battery file \(nothing was run\):\n {2}- line \d+:/);
+    // One missing `]` makes the parser report every line after it: only the first error is
+    // shown, with its excerpt, as for fabric.yaml.
+    await writeFile(
+      join(sandbox.dir, 'bracket.yaml'),
+      'name: x\nspecialist: units\nmodels: [a]\ntasks: [\n  { id: a, task: "x", expect: { commands: [grep -q km notes.txt } },\n  { id: b, task: "y" }\n]\n',
+    );
+    const bracket = await battery([join(sandbox.dir, 'bracket.yaml')]);
+    expect(bracket.exitCode).toBe(2);
+    const problems = bracket.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^ {2}- line 5: Flow sequence .* end with a \] at line 5, column \d+ \(the first of \d+ YAML errors; fix it and run again\):$/,
+      ),
+    ]);
+    expect(bracket.stderr).toContain(
+      '      { id: a, task: "x", expect: { commands: [grep -q km notes.txt } },\n',
+    );
+    expect(bracket.stderr).toMatch(/^ {7,}\^$/m);
     expect(servers.flatMap((server) => server.chatRequests())).toHaveLength(0);
     expect(await runIds()).toEqual([]);
   });

@@ -179,13 +179,20 @@ describe('fabric daemon on a real git repository with a real crate', () => {
     expect(server.chatRequests().some((r) => firstUserMessage(r).includes(taskKey('beta', '1.2')))).toBe(
       false,
     );
-    // The commit's trailer is the run that did the work.
+    // The commit's trailers are the run that did the work and the model that wrote it.
     const done = events.filter((e) => e.event === 'task_done') as unknown as {
       task: { change: string; id: string; run_ids: string[]; commit: string };
     }[];
     for (const event of done) {
       const body = await git(repo, 'log', '-1', '--format=%B', event.task.commit);
-      expect(body).toContain(`Fabric-Run: ${event.task.run_ids.at(-1)}`);
+      expect(body).toContain(
+        `Fabric-Run: ${event.task.run_ids.at(-1)}\nFabric-Model: qwen/qwen3-coder-30b\n`,
+      );
+      expect(
+        (
+          await git(repo, 'log', '-1', '--format=%(trailers:key=Fabric-Model,valueonly)', event.task.commit)
+        ).trim(),
+      ).toBe('qwen/qwen3-coder-30b');
     }
 
     const status = await spawnFabric(

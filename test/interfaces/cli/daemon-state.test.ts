@@ -133,6 +133,9 @@ describe("the daemon's state", () => {
     await sh('git', 'commit', '-qm', 'compositor core and its OpenSpec change');
     const run = await spawnFabric(['daemon', '--once'], { env, cwd: repo });
     expect(run.exitCode, run.stderr).toBe(0);
+    // The model's reason names where the model came from: the environment, not a flag.
+    expect(run.stderr).toContain(`model: LM_STUDIO_MODEL ${MODEL}, found on lm_studio`);
+    expect(run.stderr).not.toContain('--model');
     const status = await spawnFabric(['daemon', 'status', '--json'], { env, cwd: repo });
     expect(JSON.parse(status.stdout)).toMatchObject({ changes: [{ id: 'add-region-queries', done: 2 }] });
     expect((await sh('git', 'status', '--porcelain', '--untracked-files=all')).stdout).toBe('');
@@ -141,6 +144,19 @@ describe("the daemon's state", () => {
     const state = join(repo, '.git/fabric/runs/daemon');
     expect((await sh('ls', state)).stdout).toMatch(/^compositor-/);
     expect(await readFile(join(repo, 'NOTES.md'), 'utf8')).toContain('Task 1.2.');
+    // The daemon's runs are found where a user looks: inside the repository, or with --repo.
+    const listed = await spawnFabric(['runs', '--json'], { env, cwd: repo });
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    const { runs } = JSON.parse(listed.stdout) as { runs: { run_id: string; status: string }[] };
+    expect(runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    const fromElsewhere = await spawnFabric(['runs', '--repo', repo], { env, cwd: dir });
+    expect(fromElsewhere.stdout).toContain(runs[0]!.run_id);
+    const replay = await spawnFabric(['replay', runs[0]!.run_id], { env, cwd: repo });
+    expect(replay.exitCode, replay.stderr).toBe(0);
+    expect(replay.stdout).toContain(`run ${runs[0]!.run_id} · ${join(repo, '.git/fabric/runs')}`);
+    const shown = await spawnFabric(['runs', 'show', runs[1]!.run_id.slice(0, 22)], { env, cwd: repo });
+    expect(shown.exitCode, shown.stderr).toBe(0);
+    expect((await sh('git', 'status', '--porcelain', '--untracked-files=all')).stdout).toBe('');
     // A second start is not refused for anything the first left.
     const second = await spawnFabric(['daemon', '--once'], { env, cwd: repo });
     expect(second.exitCode, second.stderr).toBe(0);

@@ -33,6 +33,15 @@ describe('fabric init', () => {
     expect(pack).toContain('builder: ./notes.pack.ts#buildPack');
   });
 
+  it('writes the example battery file, whose comment names the command that runs it where it was written', async () => {
+    const result = await init(['--example', 'compositor']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const battery = await readFile(join(dir, 'compositor-battery.yaml'), 'utf8');
+    const [, command] = /^# {3}(fabric battery \S+)/m.exec(battery) ?? [];
+    expect(command).toBe('fabric battery compositor-battery.yaml');
+    expect(result.stdout).toContain(command);
+  });
+
   it('adds a second pack to an existing fabric.yaml, keeping its keys and comments', async () => {
     expect((await init([])).exitCode).toBe(0);
     const config = join(dir, 'fabric.yaml');

@@ -24,6 +24,16 @@ describe('commands that read never create the embedded control database', () => 
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it('`fabric runs show` of an unknown id says there is no such run and leaves nothing behind', async () => {
+    const dir = await tempDir('fabric-empty-');
+    const shown = await inEmptyDir(dir, ['runs', 'show', 'no-such-run']);
+    expect(shown.exitCode).toBe(2);
+    expect(shown.stderr).toMatch(/No run "no-such-run"/);
+    const json = await inEmptyDir(dir, ['runs', 'show', '20261128T000000Z-abcdef', '--json']);
+    expect(json.exitCode).toBe(2);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it('`fabric control export` in an empty directory says there is nothing and writes nothing', async () => {
     const dir = await tempDir('fabric-empty-');
     const exported = await inEmptyDir(dir, ['control', 'export']);

@@ -54,9 +54,7 @@ describe('fabric given a mistake', () => {
   it('says what fabric health checks when no subject is given, exit 2', async () => {
     const result = await fabric(['health']);
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toMatch(
-      /^fabric health: fabric health needs to know what to check: `fabric health lm`/,
-    );
+    expect(result.stderr).toMatch(/^fabric health needs to know what to check: `fabric health lm`/);
   });
 
   it('refuses a --workspace that does not exist or is a file before looking for a model, exit 2', async () => {

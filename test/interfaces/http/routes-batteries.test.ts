@@ -137,18 +137,20 @@ describe('POST /v1/batteries', () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
     let s: Setup | undefined;
-    // The ghost model is loaded on the first server while the battery runs (beta's second task):
-    // the backends are asked again before each cell, so its cells, which run after beta's, find it.
+    // The ghost model, listed but not loaded on the first server (a model no server lists is
+    // refused before any cell runs), is loaded there while the battery runs (beta's second task):
+    // the backends are asked again before each cell, so its cells, which run after beta's, find it loaded.
     const converts = unitsResponder(() => 'converts');
     s = await setup({
       control: { enabled: true, dsn: database.dsn },
       respond: (request) => {
         const task = request.messages.find((m) => m.role === 'user')?.content ?? '';
-        if (request.model === BETA && task.includes('feet') && !s!.firstModels.some((m) => m.id === GHOST))
-          s!.firstModels.push({ id: GHOST, toolUse: true, loaded: true });
+        const ghost = s?.firstModels.find((m) => m.id === GHOST);
+        if (request.model === BETA && task.includes('feet') && ghost !== undefined) ghost.loaded = true;
         return converts(request);
       },
     });
+    s.firstModels.push({ id: GHOST, toolUse: true, loaded: false });
     const id = await start(s, { battery: batteryYaml(), models: [ALPHA, BETA, GHOST], concurrency: 1 });
     const frames = await streamToEnd(s, id);
     const kinds = frames.map((frame) => frame.event);

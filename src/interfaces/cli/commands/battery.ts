@@ -64,12 +64,14 @@ Options:
   -h, --help              show this help
 
 The battery's state is kept in <runs_dir>/batteries/<id>.json after every cell.
-A model without tool support fails its cells with the reason; a missing model or a server
-down fails them as infrastructure failures (⚠, not counted); the battery goes on.
+A model without tool support fails its cells with the reason; a server down, or a model gone
+from it, fails them as infrastructure failures (⚠, not counted); the battery goes on. A model
+no answering server lists is refused before any cell runs.
 
 Exit codes: 0 the battery went through (whatever it scored) · 2 invalid file (unknown
             specialist, bad YAML, duplicate task ids, a check command the sandbox would refuse,
-            a missing workspace: nothing runs) · 4 no model at all (\`available\` found none)
+            a missing workspace: nothing runs) · 4 no model at all (\`available\` found none),
+            or a model no answering server lists (nothing runs)
             · 130 interrupted (Ctrl-C; resume with --resume ID)
 `;
 

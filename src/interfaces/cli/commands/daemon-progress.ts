@@ -62,10 +62,14 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       return s.yellow(
         `  change ${event.change} stops at ${event.task} (${event.reason}); other changes go on`,
       );
-    case 'backend_down':
+    case 'backend_down': {
+      // The servers asked and the fix the first time; one line a retry after that.
+      const [headline, ...rest] = event.message.split('\n');
+      const detail = event.failures === 1 && rest.length > 0 ? `\n${rest.join('\n')}` : '';
       return s.yellow(
-        `… no model reachable (${event.message}); no attempt spent; trying again in ${event.backoff_s}s (failure ${event.failures})`,
+        `… no model reachable (${headline}); no attempt spent; trying again in ${event.backoff_s}s (failure ${event.failures})${detail}`,
       );
+    }
     case 'backend_up':
       return s.green('  model backend reachable again');
     case 'change_validated':

@@ -17,7 +17,8 @@ export const DAEMON_HELP = `Usage: fabric daemon [options]
 Works through a repository's OpenSpec change sets (openspec/changes/<id>/tasks.md) one task at a
 time: a rust-specialist run implements the task, the validation commands (daemon.validate in the
 config; default: cargo build, cargo test) run in the sandbox, and a validated task is ticked in
-tasks.md and committed with its work (one commit per task, with a Fabric-Run: <run_id> trailer).
+tasks.md and committed with its work (one commit per task, with Fabric-Run: <run_id> and
+Fabric-Model: <model> trailers).
 The validation runs at HEAD before a change's first task: tests failing there are reported as
 pre-existing, never blamed on a task; only a regression (a test that passed at HEAD) or a build
 error fails an attempt. A failing validation runs once more first: a test that then passes is
@@ -35,7 +36,8 @@ replaced by .git/fabric/runs. A refused start changes no state.
 Options:
       --repo DIR          the repository (default: the working directory)
       --change ID         only this change (repeatable; default: every change, in name order)
-      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked)
+      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked);
+                          no model for daemon.backend_wait_s (default 300): exit 4
       --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
       --max-attempts N    attempts per task and model before it is blocked (default 3; with
                           daemon.models, each model in turn gets N attempts)
@@ -60,7 +62,7 @@ Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_D
 SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
 
 Exit codes: 0 done (nothing blocked) · 1 a task is blocked · 2 usage, config or repository problem
-            130 cancelled
+            4 --once and no model for daemon.backend_wait_s · 130 cancelled
 
 Example:
   cd my-compositor && fabric daemon --once --change add-damage-tracking
@@ -94,6 +96,7 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   const daemon = await createCompletionDaemon(config, {
     repo,
     model: values.model ?? config.daemon.model,
+    modelFrom: modelFrom(values.model, io.env, config.source),
     observers: () => [new ProgressReporter(io.stderr, style)],
     onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
     onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
@@ -106,12 +109,21 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
       // --model names one model; otherwise daemon.models escalates, cheapest first.
       models: values.model === undefined ? (config.daemon.models ?? []) : [],
       validationReruns: config.daemon.validation_reruns,
+      backendWaitMs: config.daemon.backend_wait_s * 1000,
       archive: values.archive === true,
     },
   });
   const outcome = await daemon.run(io.signal);
   if (outcome.cancelled) return EXIT.cancelled;
   return outcome.blocked > 0 ? EXIT.runFailed : EXIT.ok;
+}
+
+/** Where the daemon's model came from, as its runs' model reason names it (flag, environment, file). */
+function modelFrom(flag: string | undefined, env: CliIo['env'], source: string): string {
+  if (flag !== undefined) return '--model';
+  // The loader lets LM_STUDIO_MODEL override daemon.model in the file.
+  if (env.LM_STUDIO_MODEL) return 'LM_STUDIO_MODEL';
+  return `daemon.model (${source})`;
 }
 
 function parse(argv: readonly string[]) {

@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import type { ReplayComparison } from '../../../application/replay/compare-replay.ts';
 import type { RunLogContents } from '../../../application/ports.ts';
+import type { RunLogReader } from '../../../application/runs/run-read-model.ts';
+import { runLogsSeenFrom } from '../../../composition/control-store.ts';
 import {
   type Timeline,
   type TimelineTone,
@@ -44,6 +46,8 @@ Options:
   -x, --execute         re-run the recorded model turns with real tools and compare
   -w, --workspace DIR   the workspace to copy for --execute (default: the run's)
       --keep            keep the workspace copy after --execute and print where it is
+      --repo DIR        find RUN among a daemon's runs in this repository too (default: the
+                        working directory's; a daemon keeps them in .git/fabric/runs)
   -c, --config FILE     the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json            print JSON on stdout
   -h, --help            show this help
@@ -58,6 +62,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
     execute: { type: 'boolean', short: 'x' },
     workspace: { type: 'string', short: 'w' },
     keep: { type: 'boolean' },
+    repo: { type: 'string' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -76,7 +81,9 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const fabric = new Fabric(config);
-  const run = await readRun(fabric, ref.includes('/') ? resolve(io.cwd, ref) : ref);
+  // Inside a daemon's repository (or with --repo), its runs too: they live in its git directory.
+  const runLogs = runLogsSeenFrom(config, resolve(io.cwd, values.repo ?? '.'));
+  const run = await readRun(runLogs, ref.includes('/') ? resolve(io.cwd, ref) : ref);
   const style = styleFor(io.stdout, io.env);
   if (!values.execute) {
     const timeline = buildTimeline(run);
@@ -117,8 +124,8 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
 }
 
 /** Exit 1 means "the re-run differs" here; run_not_found and runlog_corrupt exit 2. */
-async function readRun(fabric: Fabric, ref: string): Promise<RunLogContents> {
-  const run = await fabric.runLogStore.read(ref);
+async function readRun(runLogs: Pick<RunLogReader, 'read'>, ref: string): Promise<RunLogContents> {
+  const run = await runLogs.read(ref);
   requireWholeRun(run);
   return run;
 }

@@ -8,9 +8,11 @@ import { type CliIo, EXIT } from '../io.ts';
 import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
+import { readTask } from '../task-input.ts';
 
 export const RUN_HELP = `Usage: fabric run --specialist NAME [options] "TASK"
        fabric run --specialist NAME [options] -        (the task from stdin)
+       fabric run --specialist NAME [options] --task-file FILE
 
 Runs TASK with a specialist until the model calls finish_task, writing every step to
 <runs_dir>/<run_id>/runlog.jsonl. Progress goes to stderr; the result to stdout.
@@ -19,6 +21,7 @@ Options:
   -s, --specialist NAME   the specialist to use (\`fabric specialists\` lists them)   [required]
   -w, --workspace DIR     the workspace the pack works in (overrides the configured one)
   -m, --model ID          the model to use (a model id or an alias from llm.models); must exist
+  -f, --task-file FILE    read the task from FILE (a long task, a spec, an issue's text)
       --max-steps N       stop after N model turns (default: the specialist's, else loop.max_steps = 30)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json              print the RunResult as one JSON object on stdout
@@ -41,6 +44,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     specialist: { type: 'string', short: 's' },
     workspace: { type: 'string', short: 'w' },
     model: { type: 'string', short: 'm' },
+    'task-file': { type: 'string', short: 'f' },
     'max-steps': { type: 'string' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
@@ -56,10 +60,10 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     io.stderr.write(`fabric run: --events takes "jsonl", not "${values.events}".\n`);
     return EXIT.usage;
   }
-  const task = await taskOf(positionals, io);
+  const { task, hint } = await readTask(positionals, values['task-file'], io);
   if (!values.specialist || task === '') {
     io.stderr.write(
-      `fabric run needs ${!values.specialist ? '--specialist NAME' : positionals[0] === '-' ? 'a TASK (standard input was empty)' : 'a TASK'}.\n\n${RUN_HELP}`,
+      `fabric run needs ${!values.specialist ? '--specialist NAME' : positionals[0] === '-' ? 'a TASK (standard input was empty)' : 'a TASK (or - for standard input, or --task-file FILE)'}.\n\n${RUN_HELP}`,
     );
     return EXIT.usage;
   }
@@ -71,6 +75,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   // One run, then exit: the embedded control database is not booted for it; whoever opens it
   // next writes the run in from its runlog (a Postgres store is mirrored to live).
   const style = styleFor(io.stderr, io.env);
+  if (hint !== undefined) io.stderr.write(style.dim(`${hint}\n`));
   // One process, one run: the process-wide notice (once per outage) is the run's one notice, so a
   // message the run also hears (the control plane's) is printed once.
   const said = new Set<string>();
@@ -118,12 +123,6 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     case 'failed':
       return exitCodeForFailedRun(result.error);
   }
-}
-
-/** The task: the arguments, or with `-` alone, standard input. */
-async function taskOf(positionals: readonly string[], io: CliIo): Promise<string> {
-  if (positionals.length !== 1 || positionals[0] !== '-') return positionals.join(' ').trim();
-  return ((await io.readStdin?.()) ?? '').trim();
 }
 
 /** `--events jsonl`: each runlog event as one line on stdout, as it is recorded. */

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { requireWholeRun } from '../../../application/runs/whole-run.ts';
 import type { ControlStore } from '../../../application/control/control-ports.ts';
 import type { LivenessCheck } from '../../../application/runs/liveness-ports.ts';
@@ -5,7 +6,7 @@ import { RunReadModel } from '../../../application/runs/run-read-model.ts';
 import { type RunRecord, newestStartFirst } from '../../../application/runs/run-record.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { errorMessage } from '../../../domain/errors.ts';
-import { controlStoreFor, localLiveness, runLogsFor } from '../../../composition/control-store.ts';
+import { controlStoreFor, localLiveness, runLogsSeenFrom } from '../../../composition/control-store.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { didYouMean, plural } from '../../../domain/words.ts';
@@ -23,18 +24,21 @@ control plane holds it); RUN is a run id, a unique prefix of one, or a runlog pa
 
 Options:
   -n, --limit N       how many runs to list (default 20)
+      --repo DIR      also a daemon's runs in this repository (default: the working directory's;
+                      a daemon keeps its runs in the repository's .git/fabric/runs)
   -c, --config FILE   the config file
       --json          print JSON
   -h, --help          show this help
 `;
 
 /** The runlogs a command reads: the read model's reader, and where they are. */
-type RunLogs = ReturnType<typeof runLogsFor>;
+type RunLogs = ReturnType<typeof runLogsSeenFrom>;
 
 /** `fabric runs`. */
 export async function runsCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandArgs('runs', argv, {
     config: { type: 'string', short: 'c' },
+    repo: { type: 'string' },
     limit: { type: 'string', short: 'n' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -44,7 +48,8 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const runLogs = runLogsFor(config);
+  // Inside a daemon's repository (or with --repo), its runs too: they live in its git directory.
+  const runLogs = runLogsSeenFrom(config, resolve(io.cwd, values.repo ?? '.'));
   const check: LivenessCheck = { liveness: localLiveness(), now: new Date() };
   const [action = 'list', ref] = positionals;
   if (action === 'show') {
@@ -71,7 +76,7 @@ export async function runsCommand(argv: readonly string[], io: CliIo): Promise<n
     return EXIT.ok;
   }
   const { source, runs, notice } = listing;
-  if (runs.length === 0) io.stdout.write(`No runs yet in ${config.runs_dir}.\n`);
+  if (runs.length === 0) io.stdout.write(`No runs yet in ${runLogs.runsDirs.join(' or ')}.\n`);
   for (const run of runs) io.stdout.write(`${describe(run)}\n`);
   io.stderr.write(
     `(${plural(runs.length, 'run')}, from ${source}${notice === undefined ? '' : `; ${notice}`})\n`,
@@ -113,7 +118,8 @@ async function showRun(
   check: LivenessCheck,
 ): Promise<{ summary: ListedRun; json: Record<string, unknown>; where: [string, string][] }> {
   // Asked only when the runlogs have no such run; a store that is down leaves the runlog's answer.
-  const { runs, opened } = readModel(runLogs, () => controlStoreFor(config), check);
+  // Showing only reads: an embedded database that does not exist yet is not created for an unknown id.
+  const { runs, opened } = readModel(runLogs, () => controlStoreFor(config, { existingOnly: true }), check);
   try {
     const { record, events } = await runs.read(ref);
     const summary = summaryOf(record);
@@ -165,7 +171,7 @@ async function listRuns(
     const { runs: model } = readModel(runLogs, async () => store, check);
     const page = await model.list({ limit });
     const runs = [...page.runs].sort(newestStartFirst).map(summaryOf);
-    const logs = `runlogs in ${runLogs.runsDir}`;
+    const logs = `runlogs in ${runLogs.runsDirs.join(' and ')}`;
     if (store === null) return { source: logs, runs };
     if (page.controlError !== undefined) {
       // Another process holds the embedded database, or the server is down: the runlogs are the record.

@@ -10,6 +10,7 @@ import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
 import {
   type FakeLlmServer,
+  type FakeModel,
   type ScriptedTurn,
   startFakeLlmServer,
 } from '../../../support/fake-llm-server.ts';
@@ -38,6 +39,11 @@ if (missing)
 describe.skipIf(missing)('the run viewer in headless Chromium', () => {
   let sandbox: Sandbox;
   let server: FakeLlmServer;
+  // The server's live catalog: the battery test takes a model out of it once the battery started.
+  const catalog: FakeModel[] = [
+    { id: 'qwen/qwen3-coder-30b', toolUse: true },
+    { id: 'lab/ghost-1b', toolUse: true, loaded: false },
+  ];
   let fabric: Fabric;
   let api: RunningApi;
   let context: BrowserContext;
@@ -89,7 +95,7 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
     });
     server = await startFakeLlmServer({
       flavor: 'lm_studio',
-      models: [{ id: 'qwen/qwen3-coder-30b', toolUse: true }],
+      models: catalog,
       byTask: [
         {
           match: 'Add Region::contains',
@@ -297,6 +303,9 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
       auth,
     );
     expect(response.status).toBe(202);
+    // Gone from its server after the battery was planned (a model no server lists is refused
+    // before any cell runs): its cells, which run after qwen's, fail for the infrastructure.
+    catalog.splice(1, 1);
     const { id } = (await response.json()) as { id: string };
     const page = await open('/batteries');
     await page.click(`a[href="/batteries/${id}"]`);
@@ -317,7 +326,7 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
     expect(await cell('strict', 'qwen/qwen3-coder-30b').locator('.cell > .check').textContent()).toBe(
       'status',
     );
-    // A missing model is the infrastructure's failure, not the model's: marked apart.
+    // A model gone missing is the infrastructure's failure, not the model's: marked apart.
     expect(await cell('km', 'lab/ghost-1b').locator('.mark').textContent()).toBe('⚠ infrastructure');
     expect(await cell('km', 'qwen/qwen3-coder-30b').locator('.figures').textContent()).toMatch(
       /^2 steps · \d+ tokens · \d+\.\d s$/,
