@@ -15,6 +15,7 @@ export const FABRIC_ERROR_CODES = [
   'run_cancelled',
   'run_not_found',
   'runlog_corrupt',
+  'runlog_unwritable',
   'tool_failed',
   'sandbox_violation',
   'workspace_busy',

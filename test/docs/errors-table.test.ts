@@ -53,6 +53,8 @@ const DOC = parseDoc(await readFile(join(ROOT, 'docs/errors.md'), 'utf8'));
 
 /** Codes no request or command line can bring about, and why; their mapping is checked directly. */
 const NOT_FROM_OUTSIDE: Readonly<Record<string, string>> = {
+  runlog_unwritable:
+    'it takes a full filesystem under the runs directory: test/interfaces/cli/runlog-disk-full.test.ts mounts a 64 KiB tmpfs (as root) and runs into it',
   internal: 'a bug by definition: any code path that reached it from outside would be fixed to a real code',
   sandbox_violation:
     'outside a run only a queue worker unpacking a crafted workspace archive raises it (unit-tested in test/infrastructure/workspace/workspace-archive.test.ts); inside a run a refusal is a tool error, never this code',

@@ -118,7 +118,7 @@ export function modelHead(repeat: number): string[] {
 export function modelRows(models: readonly ModelSummary[], repeat: number): string[][] {
   return models.map((m) => [
     m.model,
-    `${m.passed}/${m.total} (${Math.round(m.pass_rate * 100)}%)`,
+    `${m.passed}/${m.total} (${percent(m.pass_rate)})`,
     intervalText(m),
     ...(repeat > 1 ? [percent(m.pass_hat_k), percent(m.flip_rate)] : []),
     m.median_steps === null ? '–' : String(m.median_steps),

@@ -38,7 +38,8 @@ export interface ModelSummary extends RepeatScores, ModelFacts {
   readonly total: number;
   /** The cells its infrastructure failed (a server down, the model missing or not loading). */
   readonly infrastructure_failures: number;
-  readonly pass_rate: number;
+  /** Passed over counted cells; null when no cell counts (0 of 0 is no rate), shown as `–`. */
+  readonly pass_rate: number | null;
   readonly median_steps: number | null;
   readonly median_seconds: number | null;
   readonly tokens: number;
@@ -103,7 +104,7 @@ export function summarizeBattery(
       passed,
       total: scored.length,
       infrastructure_failures: mine.filter((cell) => cell.infrastructure).length,
-      pass_rate: scored.length === 0 ? 0 : Math.round((passed / scored.length) * 1000) / 1000,
+      pass_rate: scored.length === 0 ? null : Math.round((passed / scored.length) * 1000) / 1000,
       median_steps: median(ran.map((cell) => cell.steps)),
       median_seconds: median(ran.map((cell) => cell.seconds)),
       tokens: mine.reduce((sum, cell) => sum + cell.tokens, 0),

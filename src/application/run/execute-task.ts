@@ -224,15 +224,21 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   } finally {
     await input.pack.close().catch(() => {});
   }
-  await recorder.record({
-    kind: 'run_end',
-    status,
-    payload,
-    error: failure,
-    steps: state.steps,
-    usage: usageFields(state.usage),
-    duration_ms: Date.now() - started,
-  });
+  try {
+    await recorder.record({
+      kind: 'run_end',
+      status,
+      payload,
+      error: failure,
+      steps: state.steps,
+      usage: usageFields(state.usage),
+      duration_ms: Date.now() - started,
+    });
+  } catch (error) {
+    // A runlog that cannot take its end (a full disk) is still closed: no file stays open.
+    await log.close().catch(() => {});
+    throw error;
+  }
   await log.close();
   return {
     run_id: runId,

@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import { writeSync } from 'node:fs';
+import { ftruncateSync, writeSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -33,13 +33,19 @@ export class FileRunLogStore implements RunLogStore {
       await mkdir(dir, { recursive: true });
     } catch (error) {
       throw new FabricError(
-        'internal',
+        'runlog_unwritable',
         `Cannot create the run directory ${dir}: ${String(error)}. Set FABRIC_RUNS_DIR to a writable directory.`,
         { cause: error },
       );
     }
     // 'wx': a run id is never reused, so an existing file means something is wrong.
-    const handle = await open(join(dir, RUNLOG_FILE), 'wx');
+    let handle: FileHandle;
+    try {
+      handle = await open(join(dir, RUNLOG_FILE), 'wx');
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'EEXIST') throw error;
+      throw unwritable(join(dir, RUNLOG_FILE), error);
+    }
     return new FileRunLog(runId, join(dir, RUNLOG_FILE), handle, this.#clock);
   }
 
@@ -111,6 +117,8 @@ class FileRunLog implements RunLog {
   readonly #handle: FileHandle;
   readonly #clock: Clock;
   #seq = 0;
+  /** The bytes of whole lines written: a line cut by a full disk is truncated back to here. */
+  #size = 0;
   #closed = false;
   /** The first failed write: the lines after it would follow a torn one, so none are written. */
   #failure: FabricError | undefined;
@@ -129,13 +137,16 @@ class FileRunLog implements RunLog {
     this.#seq += 1;
     const stamped = stampEvent(event, this.runId, this.#seq, this.#clock);
     try {
-      writeLine(this.#handle.fd, `${JSON.stringify(stamped)}\n`);
+      this.#size += writeLine(this.#handle.fd, `${JSON.stringify(stamped)}\n`);
     } catch (error) {
-      this.#failure = new FabricError(
-        'internal',
-        `Cannot write the runlog ${this.location}: ${String(error)}. Free disk space or set FABRIC_RUNS_DIR to a writable directory.`,
-        { cause: error },
-      );
+      // The part of the line that did get written goes: the runlog ends with its last whole
+      // line, which every reader takes (SPEC §6). Truncating needs no free space.
+      try {
+        ftruncateSync(this.#handle.fd, this.#size);
+      } catch {
+        // At worst the last line stays torn, which a reader tolerates too.
+      }
+      this.#failure = unwritable(this.location, error);
       return Promise.reject(this.#failure);
     }
     return Promise.resolve(stamped);
@@ -154,13 +165,23 @@ class FileRunLog implements RunLog {
   }
 }
 
-/** Writes all of `text`; `writeSync` may write part of it (a full disk, a signal). */
-function writeLine(fd: number, text: string): void {
+/** Writes all of `text` and returns its bytes; `writeSync` may write part of it (a full disk, a signal). */
+function writeLine(fd: number, text: string): number {
   const length = Buffer.byteLength(text, 'utf8');
   const written = writeSync(fd, text);
-  if (written === length) return;
+  if (written === length) return length;
   const bytes = Buffer.from(text, 'utf8');
   for (let offset = written; offset < length; ) offset += writeSync(fd, bytes, offset, length - offset);
+  return length;
+}
+
+/** A runlog that cannot be written (a full disk, a read-only or unwritable runs directory). */
+function unwritable(location: string, error: unknown): FabricError {
+  return new FabricError(
+    'runlog_unwritable',
+    `Cannot write the runlog ${location}: ${String(error)}. Free disk space or set FABRIC_RUNS_DIR to a writable directory.`,
+    { cause: error },
+  );
 }
 
 async function isFile(path: string): Promise<boolean> {

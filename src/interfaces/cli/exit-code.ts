@@ -31,6 +31,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'sandbox_violation':
     // Asked not to wait for another run's workspace: this run did not start.
     case 'workspace_busy':
+    // The runlog could not be written (a full disk): the run stopped where its record did.
+    case 'runlog_unwritable':
     case 'internal':
       return EXIT.runFailed;
   }

@@ -35,6 +35,9 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'model_not_found':
     case 'model_lacks_tools':
       return 503;
+    // The runs directory is full (or not writable): the server's storage, not the request.
+    case 'runlog_unwritable':
+      return 507;
     // The server's own config or a pack it cannot build: nothing the client can change.
     case 'config_invalid':
     case 'config_not_found':

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -30,7 +30,7 @@ interface Json {
     model: string;
     passed: number;
     total: number;
-    pass_rate: number;
+    pass_rate: number | null;
     infrastructure_failures: number;
   }[];
 }
@@ -121,5 +121,58 @@ describe('a battery whose server dies', () => {
         infrastructure_failures: 0,
       }),
     ]);
+  });
+});
+
+describe('a battery whose model has no counted cell', () => {
+  it('reports no pass rate (null, shown as –), not 0%, in JSON, the terminal and both reports', async () => {
+    const down = async (): Promise<FakeLlmServer> => {
+      const server: FakeLlmServer = await startFakeLlmServer({
+        flavor: 'lm_studio',
+        models: [{ id: ALPHA, toolUse: true, loaded: true }],
+        // The server dies at the first task: every cell is the infrastructure's failure.
+        respond: (request) => {
+          void server.stop();
+          return { ...unitsResponder(() => 'converts')(request), delayMs: 2000 };
+        },
+      });
+      servers.push(server);
+      return server;
+    };
+    const file = join(sandbox.dir, 'battery.yaml');
+    await writeFile(
+      file,
+      stringify({ name: 'units-down', specialist: 'units', models: [ALPHA], tasks: TASKS }),
+    );
+
+    const json = await spawnFabric(['battery', file, '--json', '--report', 'report.html'], {
+      env: testEnv(sandbox, (await down()).url),
+      cwd: sandbox.dir,
+    });
+    expect(json.exitCode, json.stderr).toBe(0);
+    const summary = JSON.parse(json.stdout) as Json;
+    expect(summary.cells.every((cell) => cell.infrastructure)).toBe(true);
+    expect(summary.models).toEqual([
+      expect.objectContaining({
+        model: ALPHA,
+        passed: 0,
+        total: 0,
+        pass_rate: null,
+        infrastructure_failures: 3,
+      }),
+    ]);
+    const page = await readFile(join(sandbox.dir, 'report.html'), 'utf8');
+    expect(page).toMatch(/data-figure="pass-rate">–</);
+    expect(page).not.toMatch(/>0%</);
+
+    const text = await spawnFabric(['battery', file, '--report', 'report.md'], {
+      env: testEnv(sandbox, (await down()).url),
+      cwd: sandbox.dir,
+    });
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/lab\/alpha-7b: 0\/0 passed · pass@1 – \(95% CI –\)/);
+    const report = await readFile(join(sandbox.dir, 'report.md'), 'utf8');
+    expect(report).toMatch(/\| lab\/alpha-7b \| 0\/0 \(–\) \|/);
+    expect(report).not.toMatch(/0%/);
   });
 });

@@ -127,7 +127,7 @@ function workRow(model: ModelSummary): SafeHtml {
 function modelRow(model: ModelSummary, repeat: number): SafeHtml {
   return html`<tr data-model="${model.model}"><th scope="row">${model.model}</th>
 <td class="num">${model.passed}/${model.total}</td>
-<td class="num">${Math.round(model.pass_rate * 100)}%</td>
+<td class="num" data-figure="pass-rate">${percent(model.pass_rate)}</td>
 <td class="num" data-figure="interval">${intervalText(model)}</td>
 ${repeat > 1 ? html`<td class="num" data-figure="pass-hat-k">${percent(model.pass_hat_k)}</td><td class="num" data-figure="flip-rate">${percent(model.flip_rate)}</td>` : ''}
 <td class="num">${model.median_steps ?? '—'}</td>
