@@ -3,6 +3,7 @@ import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
+import { storeCalls } from './stored-calls.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 
@@ -114,18 +115,33 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     await recorder.record({ kind: 'text_fallback', step, content: text });
     return { kind: 'finished', payload: { summary: text }, via: 'text' };
   }
+  // Stored canonical (research/local-model-quirks-2.md rule 2): no later request can be refused for it.
+  const stored = await storeCalls(calls, {
+    specs: input.specs,
+    messages: conversation.messages,
+    step,
+    recorder,
+  });
   const assistant: AssistantMessage = {
     role: 'assistant',
     content: assistantContent,
-    toolCalls: calls,
+    toolCalls: stored.map((entry) => entry.call),
     ...(input.passReasoningBack === true && reasoning.trim() !== '' ? { reasoning } : {}),
   };
   conversation.messages.push(assistant);
   const context = { runId: input.runId, step, signal: input.signal };
   const answered: AnsweredCall[] = [];
-  for (const call of calls) {
+  for (const { call, problem } of stored) {
     const outcome = await dispatchToolCall({
       call,
+      ...(problem === undefined
+        ? {}
+        : {
+            problem: {
+              reason: 'invalid_json',
+              message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
+            },
+          }),
       tools: input.tools,
       pack: input.pack,
       recorder,

@@ -1,4 +1,5 @@
 import type { ToolCall } from '../../domain/messages.ts';
+import { nineAlnumId } from '../../domain/tool-call-ids.ts';
 import { ThinkSplitter } from './think-splitter.ts';
 
 /** The parts of an OpenAI-style stream chunk the assembler reads. Every field may be missing. */
@@ -51,7 +52,7 @@ export class StreamAssembler {
   #cached: number | undefined;
   readonly #newId: () => string;
 
-  constructor(newId: () => string = () => `call_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`) {
+  constructor(newId: () => string = () => nineAlnumId()) {
     this.#newId = newId;
   }
 

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
+import type { Sandbox } from '../../support/fabric-cli.ts';
+import { startFakeLlamaServer, startFakeVllm } from '../../support/fake-llm-compat.ts';
+import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
+import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
+
+/**
+ * Issue 36: local models as they are, round two (research/local-model-quirks-2.md). Each case
+ * drives `fabric run` through a fake llama-server or vLLM that answers with the wire shape the
+ * note records and refuses what the real server's template refuses in a history (a system
+ * message after index 0, replayed arguments that are not an object, a Mistral id of another form).
+ */
+const QWEN = { id: 'Qwen3-Coder-30B-A3B-Instruct', contextLength: 32768 };
+const MISTRAL = { id: 'mistralai/Mistral-Small-3.2-24B-Instruct-2506', contextLength: 32768 };
+
+const ARGS = { value: 3, from: 'km', to: 'mi' };
+const FINISH: ScriptedTurn = {
+  reply: {
+    toolCalls: [{ name: 'finish_task', arguments: { summary: 'Converted.', answer: '1.864114 mi' } }],
+  },
+};
+
+type Quirk = Extract<RunEvent, { kind: 'model_quirk' }>;
+const quirks = (events: RunEvent[]) => events.filter((e): e is Quirk => e.kind === 'model_quirk');
+const results = (events: RunEvent[]) =>
+  events.filter((e) => e.kind === 'tool_result' || e.kind === 'tool_error');
+
+/** The tool calls of the assistant messages a chat request carried back. */
+function replayedCalls(server: FakeLlmServer, request: number) {
+  const body = server.chatRequests()[request]?.body as {
+    messages: { role: string; tool_calls?: { id: string; function: { arguments: string } }[] }[];
+  };
+  return body.messages.flatMap((m) => m.tool_calls ?? []);
+}
+
+describe('local models as they are (issue 36)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q1: a JSON string inside the JSON string is decoded once, run, and sent back as the object', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        // Granite 4 through vLLM's hermes parser (vllm PR #54964): the arguments slot holds a string.
+        {
+          reply: { toolCalls: [{ name: 'convert_units', arguments: JSON.stringify(JSON.stringify(ARGS)) }] },
+        },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_repaired', note: 'Q1', tool: 'convert_units' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('Q3: a number written as text is read as the number the schema asks for', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, value: '3' } }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_repaired', note: 'Q3', detail: '"value" was the text "3": read as 3' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('Q7: arguments that are not JSON are stored as {}, the raw text kept, and the history stays valid', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: '{"value": 3, "from": "km", "to' }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_unreadable', note: 'Q7', raw: '{"value": 3, "from": "km", "to' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_error', reason: 'invalid_json' });
+    // llama-server answers 500 to a replayed call whose arguments do not parse (llama.cpp #25510).
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
+    expect(server.chatRequests()).toHaveLength(3);
+  });
+
+  it('Q10: ids the fabric makes for recovered calls fit a Mistral template', async () => {
+    server = await startFakeVllm({
+      models: [MISTRAL],
+      mistralIds: true,
+      script: [
+        {
+          reply: { content: `[TOOL_CALLS][{"name": "convert_units", "arguments": ${JSON.stringify(ARGS)}}]` },
+        },
+        { reply: { toolCalls: [{ id: 'a1B2c3D4e', name: 'finish_task', arguments: FINISH_ARGS }] } },
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
+  });
+});
+
+const FINISH_ARGS = { summary: 'Converted.', answer: '1.864114 mi' };
