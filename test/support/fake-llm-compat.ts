@@ -98,6 +98,7 @@ export function startFakeLlamaServer(options: {
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
+    maxTokens: 'length',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
@@ -166,6 +167,7 @@ export function startFakeVllm(options: {
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
+    maxTokens: 'vllm',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {

@@ -21,6 +21,8 @@ export interface ChatContext {
   includeUsage: boolean;
   /** Estimated prompt tokens, used when the turn scripts no usage. */
   promptTokens: number;
+  /** The request's `max_tokens`, when it set one. */
+  maxTokens?: number;
   /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
   zeroUsage?: boolean;
 }
@@ -93,4 +95,39 @@ export function estimatePromptTokens(body: unknown): number {
     typeof body === 'object' && body !== null ? (body as { messages?: unknown; tools?: unknown }) : {};
   const toolsChars = Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools).length : 0;
   return Math.max(1, Math.ceil((JSON.stringify(messages ?? []).length + toolsChars) / 4));
+}
+
+/**
+ * A reply cut at `maxTokens` (4 characters a token), as a server stops generating there: the
+ * content first, then each call's arguments in turn; calls not begun are dropped. `finish_reason`
+ * is `length`, or on vLLM's stream `tool_calls` once a call began (research/local-model-quirks-2.md Q12).
+ */
+export function cutAtMaxTokens(
+  reply: ResolvedReply,
+  maxTokens: number,
+  mode: 'length' | 'vllm',
+  stream: boolean,
+): ResolvedReply {
+  if (reply.usage.completion <= maxTokens) return reply;
+  let room = maxTokens * 4;
+  const take = (text: string) => {
+    const kept = text.slice(0, Math.max(0, room));
+    room -= kept.length;
+    return kept;
+  };
+  const content = reply.content === undefined ? undefined : take(reply.content);
+  const toolCalls: ResolvedReply['toolCalls'] = [];
+  for (const call of reply.toolCalls) {
+    if (room <= 0) break;
+    const argumentsText = take(call.argumentsText);
+    toolCalls.push({ ...call, argumentsText, argumentsObject: argumentsText });
+  }
+  const calledOnStream = mode === 'vllm' && stream && toolCalls.length > 0;
+  return {
+    ...reply,
+    content,
+    toolCalls,
+    finishReason: calledOnStream ? 'tool_calls' : 'length',
+    usage: { prompt: reply.usage.prompt, completion: maxTokens },
+  };
 }

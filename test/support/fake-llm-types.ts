@@ -149,6 +149,13 @@ export interface FakeLlmServerOptions {
    * llama-server, vLLM and keyed endpoints (fake-llm-compat.ts) add their routes, states and refusals.
    */
   intercept?: (request: RecordedRequest) => Answer | undefined;
+  /**
+   * Honour the request's `max_tokens` (4 characters a token): a reply longer than it is cut there,
+   * content first, then the calls' arguments. `finish_reason` says `length`, except on vLLM's
+   * stream once a call delta went out, where it says `tool_calls` (vllm #53269, #58228:
+   * research/local-model-quirks-2.md Q12).
+   */
+  maxTokens?: 'length' | 'vllm';
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -4,6 +4,7 @@ import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
+import { cutAt, cutMessage } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 
@@ -85,6 +86,24 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   let calls: readonly ToolCall[] = turn.toolCalls;
   let assistantContent = turn.content;
   const reasoning = turn.reasoning ?? '';
+  // A turn cut by the output limit runs nothing and answers nothing (quirks-2 rule 1, Q12–Q16).
+  const cut = cutAt(turn, input.settings?.maxOutputTokens);
+  const cutNote = cut === null ? undefined : cutMessage(cut, input.specs, calls.length > 0);
+  if (cut !== null && cutNote !== undefined) {
+    await recorder.record({
+      kind: 'model_quirk',
+      step,
+      quirk: 'turn_cut',
+      note: 'Q12',
+      detail: `cut at ${cut} tokens (finish_reason ${turn.finishReason ?? 'none'}); ${calls.length} call(s) not run`,
+    });
+    if (calls.length === 0) {
+      // A half-written call in the text (Q16) is neither recovered nor an answer.
+      conversation.messages.push({ role: 'assistant', content: turn.content, toolCalls: [] });
+      conversation.messages.push({ role: 'user', content: cutNote });
+      return { kind: 'continue' };
+    }
+  }
   if (calls.length === 0 && input.recoverTextToolCalls) {
     const written = await recoverWrittenCalls(turn, input.specs, step, recorder);
     switch (written.kind) {
@@ -134,14 +153,16 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   for (const { call, problem } of stored) {
     const outcome = await dispatchToolCall({
       call,
-      ...(problem === undefined
-        ? {}
-        : {
-            problem: {
-              reason: 'invalid_json',
-              message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
-            },
-          }),
+      ...(cutNote !== undefined
+        ? { problem: { reason: 'refused', message: cutNote } as const }
+        : problem === undefined
+          ? {}
+          : {
+              problem: {
+                reason: 'invalid_json',
+                message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
+              },
+            }),
       tools: input.tools,
       pack: input.pack,
       recorder,

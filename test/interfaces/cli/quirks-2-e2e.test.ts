@@ -4,6 +4,7 @@ import type { Sandbox } from '../../support/fabric-cli.ts';
 import { startFakeLlamaServer, startFakeVllm } from '../../support/fake-llm-compat.ts';
 import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
 import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
+import { makeSandbox } from '../../support/fabric-cli.ts';
 
 /**
  * Issue 36: local models as they are, round two (research/local-model-quirks-2.md). Each case
@@ -117,6 +118,86 @@ describe('local models as they are (issue 36)', () => {
     const { result } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
+  });
+});
+
+/** A sandbox on one backend whose profile caps a reply at `maxTokens` (sent as `max_tokens`). */
+function cappedSandbox(backend: { kind: string; url: string }, maxTokens: number) {
+  return makeSandbox({
+    llm: {
+      retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 },
+      probe_timeout_ms: 1000,
+      backends: [backend],
+    },
+    profiles: { 'Qwen3-Coder*': { max_output_tokens: maxTokens } },
+  });
+}
+
+const LONG = 'x'.repeat(400);
+
+describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q12: a call cut mid-arguments that vLLM labels tool_calls is not run, and the model is told it was cut', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'vllm', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const first = events.find((e) => e.kind === 'llm_response');
+    // The wire as vLLM sends it: tool_calls, 30 of 30 tokens, the arguments unterminated.
+    expect(first).toMatchObject({ finish_reason: 'tool_calls', usage: { completion_tokens: 30 } });
+    expect(quirks(events).map((q) => [q.quirk, q.note])).toEqual([
+      ['turn_cut', 'Q12'],
+      ['arguments_unreadable', 'Q7'],
+    ]);
+    const error = results(events)[0];
+    expect(error).toMatchObject({ kind: 'tool_error', reason: 'refused' });
+    expect(error).toMatchObject({
+      error: expect.stringContaining(
+        'Your reply was cut off at 30 tokens, the most one reply may have, so its tool call was not run.',
+      ),
+    });
+    expect(results(events)[1]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
+  });
+
+  it('Q16: text cut inside a <tool_call> block is neither an answer nor a call', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        {
+          reply: {
+            content: `<tool_call>\n{"name": "convert_units", "arguments": {"value": 3, "note": "${LONG}"}}\n</tool_call>`,
+          },
+        },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+    expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: 'length' });
+    expect(quirks(events)).toMatchObject([{ quirk: 'turn_cut' }]);
+    expect(events.some((e) => e.kind === 'tool_call_recovered' || e.kind === 'text_fallback')).toBe(false);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('so it is not taken as your answer'),
+    });
   });
 });
 
