@@ -279,3 +279,25 @@ export function startFakeKeyed(options: {
     },
   });
 }
+
+/**
+ * llama-server's answer when its PEG parser cannot read the model's output (ggml-org/llama.cpp
+ * #20761, agentscope-ai/QwenPaw #2839: research/local-model-quirks-2.md Q17): a 500 whose message
+ * carries the output from position `pos` on.
+ */
+export function llamaParseFailure(pos: number, rest: string): ScriptedTurn {
+  return {
+    status: 500,
+    body: {
+      error: { code: 500, message: `Failed to parse input at pos ${pos}: ${rest}`, type: 'server_error' },
+    },
+  };
+}
+
+/**
+ * Ollama's built-in parser failing on the model's output (ollama/ollama #12380, Q18): on the
+ * native stream, 200 and then one error line; the generation is cancelled.
+ */
+export function ollamaParserError(message: string): ScriptedTurn {
+  return { sseError: { error: message } };
+}

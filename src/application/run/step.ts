@@ -1,9 +1,11 @@
 import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/messages.ts';
 import { type Conversation, requestModelTurn } from './model-turn.ts';
-import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
+import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
+import { handleParserFailure } from './parser-failure.ts';
+import { FabricError } from '../../domain/errors.ts';
 import { cutAt, cutMessage } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
@@ -69,19 +71,32 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
 
 async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   const { recorder, conversation, step } = input;
-  const turn = await requestModelTurn({
-    chat: input.chat,
-    model: input.model,
-    recorder,
-    conversation,
-    tools: input.specs,
-    step,
-    finalTurn: input.finalTurn,
-    signal: input.signal,
-    ...(input.settings === undefined ? {} : { settings: input.settings }),
-    ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
-    affinity: input.runId,
-  });
+  let turn: ChatTurn;
+  try {
+    turn = await requestModelTurn({
+      chat: input.chat,
+      model: input.model,
+      recorder,
+      conversation,
+      tools: input.specs,
+      step,
+      finalTurn: input.finalTurn,
+      signal: input.signal,
+      ...(input.settings === undefined ? {} : { settings: input.settings }),
+      ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
+      affinity: input.runId,
+    });
+  } catch (error) {
+    if (!(error instanceof FabricError) || error.code !== 'model_output_unparseable') throw error;
+    const failed = await handleParserFailure(error, {
+      specs: input.specs,
+      messages: conversation.messages,
+      step,
+      recorder,
+    });
+    if (failed.kind === 'asked_again') return { kind: 'continue' };
+    turn = failed.turn;
+  }
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;
   let assistantContent = turn.content;

@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { Sandbox } from '../../support/fabric-cli.ts';
-import { startFakeLlamaServer, startFakeVllm } from '../../support/fake-llm-compat.ts';
+import {
+  llamaParseFailure,
+  ollamaParserError,
+  startFakeLlamaServer,
+  startFakeVllm,
+} from '../../support/fake-llm-compat.ts';
+import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { runUnits } from '../../support/units-run.ts';
 import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
 import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
 import { makeSandbox } from '../../support/fabric-cli.ts';
@@ -198,6 +205,71 @@ describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
       role: 'user',
       content: expect.stringContaining('so it is not taken as your answer'),
     });
+  });
+});
+
+const XML_CALL =
+  '<tool_call>\n<function=convert_units>\n<parameter=value>\n3\n</parameter>\n<parameter=from>\nkm\n</parameter>\n<parameter=to>\nmi\n</parameter>\n</function>\n</tool_call>';
+
+describe('a server whose parser fails on the model output (issue 36, Q17, Q18)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q17: the call in llama-server\'s "Failed to parse input" 500 is read and run, with no retry', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [llamaParseFailure(204, XML_CALL), FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(server.chatRequests()).toHaveLength(2);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'parse_failed', note: 'Q17', raw: XML_CALL }]);
+    expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({ format: 'qwen3_coder_xml' });
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+  });
+
+  it('Q17: an unreadable rest is asked again with a correction, and a second failure ends the run with the diagnosis', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [llamaParseFailure(12, '</tool_call>'), llamaParseFailure(12, '</tool_call>')],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events, exitCode } = await runUnitsOnBackends(sandbox);
+    expect(exitCode).toBe(1);
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('Failed to parse input at pos 12: </tool_call>');
+    expect(result.error?.message).toContain(
+      'It failed again after the model was asked to write the call again',
+    );
+    // Never retried identically, never a dead server.
+    expect(server.chatRequests()).toHaveLength(2);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain(
+      'Your last reply could not be read by the server as a tool call',
+    );
+  });
+
+  it("Q18: Ollama's built-in parser error line is the model's output: asked again changed, then the run succeeds", async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [{ id: 'qwen3-coder:30b', toolUse: true }],
+      script: [
+        ollamaParserError('XML syntax error on line 7: expected element name after <'),
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await makeSandbox();
+    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    expect(result.status).toBe('succeeded');
+    expect(server.chatRequests()).toHaveLength(3);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'parse_failed' }]);
   });
 });
 
