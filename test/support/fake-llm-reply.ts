@@ -21,6 +21,8 @@ export interface ChatContext {
   includeUsage: boolean;
   /** Estimated prompt tokens, used when the turn scripts no usage. */
   promptTokens: number;
+  /** The names of the tools the request offered. */
+  offered?: readonly string[];
   /** The request's `max_tokens`, when it set one. */
   maxTokens?: number;
   /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
@@ -130,4 +132,13 @@ export function cutAtMaxTokens(
     finishReason: calledOnStream ? 'tool_calls' : 'length',
     usage: { prompt: reply.usage.prompt, completion: maxTokens },
   };
+}
+
+/**
+ * Ollama's template parser failing on a call that names no offered tool (ollama #17274, Q19): the
+ * text it could not read is dropped, so the message is empty, while the tokens stay counted.
+ */
+export function dropUnreadCalls(reply: ResolvedReply, offered: readonly string[]): ResolvedReply {
+  if (reply.toolCalls.every((call) => offered.includes(call.name))) return reply;
+  return { ...reply, content: '', toolCalls: [], finishReason: 'stop' };
 }

@@ -16,7 +16,13 @@ import {
   openAiStreamFrames,
   type StreamFrames,
 } from './fake-llm-openai-chat.ts';
-import { type ChatContext, cutAtMaxTokens, estimatePromptTokens, resolveReply } from './fake-llm-reply.ts';
+import {
+  type ChatContext,
+  cutAtMaxTokens,
+  dropUnreadCalls,
+  estimatePromptTokens,
+  resolveReply,
+} from './fake-llm-reply.ts';
 import type {
   Answer,
   FakeLlmServer,
@@ -182,6 +188,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       promptTokens: estimatePromptTokens(body),
       ...(options.zeroUsage === true ? { zeroUsage: true } : {}),
       ...(typeof request.max_tokens === 'number' ? { maxTokens: request.max_tokens } : {}),
+      offered: toolNames(body),
     };
     return renderTurn(api, turn, ctx);
   };
@@ -258,10 +265,11 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     }
     if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
     const whole = resolveReply(turn.reply, ctx.promptTokens);
+    const parsed = options.templateToolParser === true ? dropUnreadCalls(whole, ctx.offered ?? []) : whole;
     const resolved =
       options.maxTokens === undefined || ctx.maxTokens === undefined
-        ? whole
-        : cutAtMaxTokens(whole, ctx.maxTokens, options.maxTokens, ctx.stream);
+        ? parsed
+        : cutAtMaxTokens(parsed, ctx.maxTokens, options.maxTokens, ctx.stream);
     const reply = ctx.zeroUsage === true ? { ...resolved, usage: { prompt: 0, completion: 0 } } : resolved;
     const cutAfter = 'cutAfterChunks' in turn ? turn.cutAfterChunks : undefined;
     if (!ctx.stream && cutAfter === undefined) {

@@ -156,6 +156,12 @@ export interface FakeLlmServerOptions {
    * research/local-model-quirks-2.md Q12).
    */
   maxTokens?: 'length' | 'vllm';
+  /**
+   * Ollama's template-based tool parsing (no built-in parser: `/api/show` `parser` empty): a call
+   * naming no offered tool — a model that used the tool's description as its name — fails the
+   * parse, and the answer is an empty message whose tokens are counted (ollama #17274, Q19).
+   */
+  templateToolParser?: boolean;
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -79,3 +79,48 @@ export async function handleParserFailure(
   });
   return { kind: 'asked_again' };
 }
+
+const EMPTY_START = 'Your reply came back empty though';
+
+/**
+ * An empty message whose tokens were counted (Q19, rule 5): the server's template parser dropped
+ * what the model wrote — a call naming no offered tool, typically its description — so it is a
+ * parse failure, not an answer. Asked again once with the exact tool names; a second in a row
+ * ends the run with `model_output_unparseable`.
+ */
+export async function handleEmptyTurn(
+  tokens: number,
+  options: {
+    readonly specs: readonly ToolSpec[];
+    readonly messages: ChatMessage[];
+    readonly step: number;
+    readonly recorder: RunRecorder;
+    readonly model: string;
+  },
+): Promise<void> {
+  const { specs, messages, step, recorder } = options;
+  const last = messages.at(-1);
+  const again = last?.role === 'user' && last.content.startsWith(EMPTY_START);
+  const base = { kind: 'model_quirk', step, quirk: 'empty_turn', note: 'Q19' } as const;
+  if (again) {
+    await recorder.record({ ...base, detail: `empty again (${tokens} tokens counted): the run ends` });
+    throw new FabricError(
+      'model_output_unparseable',
+      `"${options.model}" wrote ${tokens} tokens twice in a row and the server returned an empty message: ` +
+        'its tool-call parser dropped what the model wrote (a call naming no offered tool, as Ollama does for ' +
+        "template-parsed models). The server cannot read this model's tool calls: try another model or server " +
+        '(`fabric battery` shows which work).',
+    );
+  }
+  await recorder.record({
+    ...base,
+    detail: `an empty message with ${tokens} tokens counted: the server's parser dropped the output; asked again`,
+  });
+  messages.push({ role: 'assistant', content: '', toolCalls: [] });
+  messages.push({
+    role: 'user',
+    content:
+      `${EMPTY_START} you wrote ${tokens} tokens: the server could not read a tool call in it, so nothing ran. ` +
+      `Call exactly one of these tools by its exact name, with JSON arguments: ${specs.map((spec) => spec.name).join(', ')}.`,
+  });
+}

@@ -4,7 +4,7 @@ import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '.
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
-import { handleParserFailure } from './parser-failure.ts';
+import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { cutAt, cutMessage } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
@@ -138,6 +138,17 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   }
   if (calls.length === 0) {
     const text = turn.content.trim();
+    if (text === '' && reasoning.trim() === '' && turn.usage.completionTokens > 0 && input.specs.length > 0) {
+      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19).
+      await handleEmptyTurn(turn.usage.completionTokens, {
+        specs: input.specs,
+        messages: conversation.messages,
+        step,
+        recorder,
+        model: input.model,
+      });
+      return { kind: 'continue' };
+    }
     if (text === '') {
       conversation.messages.push({ role: 'assistant', content: '', toolCalls: [] });
       conversation.messages.push({

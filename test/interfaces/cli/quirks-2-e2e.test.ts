@@ -273,4 +273,53 @@ describe('a server whose parser fails on the model output (issue 36, Q17, Q18)',
   });
 });
 
+describe('an empty message with tokens counted (issue 36, Q19)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  /** Ollama parsing calls through the template: a call named by the tool's description is dropped. */
+  const DESCRIBED: ScriptedTurn = {
+    reply: { toolCalls: [{ name: 'Converts a length between units', arguments: ARGS }] },
+  };
+
+  it('is a parse failure, not an answer: asked again with the exact tool names, and the run succeeds', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      templateToolParser: true,
+      models: [{ id: 'qwen2.5:7b', toolUse: true }],
+      script: [DESCRIBED, { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } }, FINISH],
+    });
+    sandbox = await makeSandbox();
+    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+    const first = events.find((e) => e.kind === 'llm_response');
+    expect(first).toMatchObject({ content: '', tool_calls: [] });
+    expect(quirks(events)).toMatchObject([{ quirk: 'empty_turn', note: 'Q19' }]);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain(
+      'Call exactly one of these tools by its exact name, with JSON arguments: convert_units, finish_task.',
+    );
+  });
+
+  it('twice in a row ends the run with the diagnosis, not a text answer', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      templateToolParser: true,
+      models: [{ id: 'qwen2.5:7b', toolUse: true }],
+      script: [DESCRIBED, DESCRIBED],
+    });
+    sandbox = await makeSandbox();
+    const { result, exitCode } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('twice in a row and the server returned an empty message');
+    expect(server.chatRequests()).toHaveLength(2);
+  });
+});
+
 const FINISH_ARGS = { summary: 'Converted.', answer: '1.864114 mi' };
