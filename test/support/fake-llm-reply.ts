@@ -11,6 +11,7 @@ export interface ResolvedReply {
   reasoningTokens: number | undefined;
   chunkChars: number | undefined;
   timings: Record<string, number> | undefined;
+  noIndex: boolean;
 }
 
 /** What the request implies for rendering a reply. */
@@ -47,6 +48,7 @@ export function resolveReply(reply: ScriptedReply, promptTokens: number): Resolv
     reasoningTokens: reply.reasoningTokens,
     chunkChars: reply.chunkChars,
     timings: reply.timings,
+    noIndex: reply.noIndex === true,
   };
 }
 

@@ -68,6 +68,11 @@ export interface ScriptedReply {
   chunkChars?: number;
   /** llama-server's `timings` object, on the stream's last chunk (cache_n, prompt_n, …). */
   timings?: Record<string, number>;
+  /**
+   * Tool-call deltas without `index`, as some local servers stream them (jin-bo/agentao PR #117,
+   * goose #10023: research/local-model-quirks-2.md Q29); `openai` stream style only.
+   */
+  noIndex?: boolean;
 }
 
 /** Chunking style of an OpenAI-compatible stream. */

@@ -322,4 +322,38 @@ describe('an empty message with tokens counted (issue 36, Q19)', () => {
   });
 });
 
+describe('stream assembly (issue 36, Q29)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('parallel calls streamed without an index are two calls, each with its own arguments', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        {
+          reply: {
+            noIndex: true,
+            toolCalls: [
+              { name: 'convert_units', arguments: ARGS },
+              { name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } },
+            ],
+          },
+        },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind))).toEqual([
+      '3 km = 1.864114 mi',
+      '2 m = 200 cm',
+    ]);
+  });
+});
+
 const FINISH_ARGS = { summary: 'Converted.', answer: '1.864114 mi' };
