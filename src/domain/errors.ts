@@ -12,6 +12,7 @@ export const FABRIC_ERROR_CODES = [
   'context_overflow',
   'context_too_small',
   'run_stuck',
+  'model_output_unparseable',
   'run_cancelled',
   'run_not_found',
   'runlog_corrupt',

@@ -142,6 +142,21 @@ export interface RunEventBodies {
     step: number;
     content: string;
   };
+  /**
+   * A turn the model or its server delivered wrong, and what the fabric did about it
+   * (research/local-model-quirks-2.md; `note` names the case, e.g. `Q12`).
+   */
+  model_quirk: {
+    step: number;
+    quirk: ModelQuirk;
+    note: string;
+    /** What happened and what was done, in words. */
+    detail: string;
+    call_id?: string;
+    tool?: string;
+    /** The model's own text as it arrived (arguments, or the output a server could not parse). */
+    raw?: string;
+  };
   tool_call: {
     step: number;
     call_id: string;
@@ -199,6 +214,14 @@ export interface RunEventBodies {
 }
 
 export type RunEventKind = keyof RunEventBodies;
+
+/** The kinds of `model_quirk`: arguments mended or unreadable, a cut turn, an empty one, a server's parser failing. */
+export type ModelQuirk =
+  | 'arguments_repaired'
+  | 'arguments_unreadable'
+  | 'turn_cut'
+  | 'empty_turn'
+  | 'parse_failed';
 
 /** A runlog line as written: the envelope plus the body of its kind. */
 export type RunEvent = {

@@ -113,6 +113,20 @@ describe('docs/errors.md, code by code', () => {
         },
         { match: 'HANG', script: [HANG, HANG, HANG, HANG] },
         // The same call answered the same, on and on: told once at the 4th, stopped at the 8th.
+        {
+          match: 'UNPARSEABLE',
+          // llama-server's parser failing on the model's output twice in a row (quirks-2 Q17).
+          script: [0, 1].map(() => ({
+            status: 500,
+            body: {
+              error: {
+                code: 500,
+                message: 'Failed to parse input at pos 12: </tool_call>',
+                type: 'server_error',
+              },
+            },
+          })),
+        },
         { match: 'STUCK', script: [...Array.from({ length: 8 }, () => SAME_CALL), STUCK_REPORT] },
       ],
     });
@@ -249,6 +263,7 @@ describe('docs/errors.md, code by code', () => {
     backend_error: async () => [await run('units', 'REFUSED')],
     context_overflow: async () => [await run('units', 'OVERFLOW')],
     run_stuck: async () => [await run('units', 'STUCK')],
+    model_output_unparseable: async () => [await run('units', 'UNPARSEABLE')],
     context_too_small: async () => {
       const seen = await cli(['run', '-s', 'units', '--json', '--config', sandbox.configPath, 't'], {
         LM_STUDIO_URL: tiny.url,

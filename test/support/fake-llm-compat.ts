@@ -17,6 +17,70 @@ import type { Answer, FakeLlmServerOptions, FakeModel, RecordedRequest } from '.
 type Respond = FakeLlmServerOptions['respond'];
 
 const CREATED = 1755211783;
+
+/**
+ * What a server's chat template refuses in a request's history (research/local-model-quirks-2.md):
+ * a `system` message after index 0 (Q8: llama-server 500 `Jinja Exception: …`, vLLM 400), replayed
+ * arguments that are not a JSON object (Q7/Q9: llama-server 500, vLLM 400 with Python's words),
+ * and, for a Mistral-family template, a tool-call id that is not nine alphanumerics (Q10).
+ */
+function historyRefusal(
+  body: unknown,
+  server: 'llama_cpp' | 'vllm',
+  mistralIds: boolean,
+): { status: number; message: string } | undefined {
+  const messages = ((body ?? {}) as { messages?: unknown }).messages;
+  if (!Array.isArray(messages)) return undefined;
+  const status = server === 'llama_cpp' ? 500 : 400;
+  for (const [index, message] of (messages as Record<string, unknown>[]).entries()) {
+    if (message.role === 'system' && index > 0)
+      return {
+        status,
+        message:
+          server === 'llama_cpp'
+            ? 'Jinja Exception: System message must be at the beginning.'
+            : 'System message must be at the beginning.',
+      };
+    const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Record<string, unknown>[]) : [];
+    for (const call of calls) {
+      const id = call.id;
+      if (typeof id !== 'string' || (mistralIds && !/^[A-Za-z0-9]{9}$/.test(id)))
+        return {
+          status,
+          message: `Tool call id was ${String(id)} but must be a-z, A-Z, 0-9, with a length of 9`,
+        };
+      const text = (call.function as { arguments?: unknown } | undefined)?.arguments;
+      let value: unknown;
+      try {
+        value = typeof text === 'string' ? JSON.parse(text) : text;
+      } catch (error) {
+        return {
+          status,
+          message:
+            server === 'llama_cpp'
+              ? 'Failed to parse tool call arguments as JSON'
+              : pythonJsonError(String(text), error),
+        };
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return {
+          status,
+          message:
+            server === 'llama_cpp'
+              ? 'Failed to parse tool call arguments as JSON'
+              : "'str' object has no attribute 'items'",
+        };
+    }
+  }
+  return undefined;
+}
+
+/** vLLM's 400 for a replayed call that is not JSON, in the words of Python's json module (vllm #43995). */
+function pythonJsonError(text: string, error: unknown): string {
+  const at = /position (\d+)/.exec(String(error))?.[1];
+  const char = at === undefined ? text.length : Number(at);
+  return `Expecting ',' delimiter: line 1 column ${char + 1} (char ${char})`;
+}
 const isChat = (r: RecordedRequest) => r.method === 'POST' && r.path === '/v1/chat/completions';
 
 /** llama-server with one model; the first `loadingRequests` requests find it still loading. */
@@ -26,12 +90,15 @@ export function startFakeLlamaServer(options: {
   loadingRequests?: number;
   slots?: number;
   respond?: Respond;
+  /** A Mistral-family template: tool-call ids must be nine alphanumerics (Q10). */
+  mistralIds?: boolean;
 }): Promise<FakeLlmServer> {
   let loading = options.loadingRequests ?? 0;
   const { model } = options;
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
+    maxTokens: 'length',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
@@ -73,7 +140,14 @@ export function startFakeLlamaServer(options: {
           build_info: 'b6500-fake',
         });
       }
-      if (isChat(request)) return undefined; // any model name: llama-server serves the one it loaded
+      if (isChat(request)) {
+        const refusal = historyRefusal(request.body, 'llama_cpp', options.mistralIds === true);
+        if (refusal !== undefined)
+          return jsonAnswer(refusal.status, {
+            error: { code: refusal.status, message: refusal.message, type: 'server_error' },
+          });
+        return undefined; // any model name: llama-server serves the one it loaded
+      }
       return jsonAnswer(404, { error: { code: 404, message: 'File Not Found', type: 'not_found_error' } });
     },
   });
@@ -85,12 +159,15 @@ export function startFakeVllm(options: {
   script?: ScriptedTurn[];
   toolCalling?: boolean;
   respond?: Respond;
+  /** A Mistral-family template (or `--tokenizer-mode mistral`): ids must be nine alphanumerics (Q10). */
+  mistralIds?: boolean;
 }): Promise<FakeLlmServer> {
   const flat = (code: number, type: string, message: string) =>
     jsonAnswer(code, { object: 'error', message, type, param: null, code });
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
+    maxTokens: 'vllm',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
@@ -124,6 +201,8 @@ export function startFakeVllm(options: {
           'BadRequestError',
           '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
         );
+      const refusal = historyRefusal(request.body, 'vllm', options.mistralIds === true);
+      if (refusal !== undefined) return flat(refusal.status, 'BadRequestError', refusal.message);
       return undefined;
     },
   });
@@ -199,4 +278,26 @@ export function startFakeKeyed(options: {
       return undefined;
     },
   });
+}
+
+/**
+ * llama-server's answer when its PEG parser cannot read the model's output (ggml-org/llama.cpp
+ * #20761, agentscope-ai/QwenPaw #2839: research/local-model-quirks-2.md Q17): a 500 whose message
+ * carries the output from position `pos` on.
+ */
+export function llamaParseFailure(pos: number, rest: string): ScriptedTurn {
+  return {
+    status: 500,
+    body: {
+      error: { code: 500, message: `Failed to parse input at pos ${pos}: ${rest}`, type: 'server_error' },
+    },
+  };
+}
+
+/**
+ * Ollama's built-in parser failing on the model's output (ollama/ollama #12380, Q18): on the
+ * native stream, 200 and then one error line; the generation is cancelled.
+ */
+export function ollamaParserError(message: string): ScriptedTurn {
+  return { sseError: { error: message } };
 }

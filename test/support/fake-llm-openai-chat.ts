@@ -120,8 +120,9 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
       for (const piece of contentPieces(r)) out.push({ content: piece });
     }
     r.toolCalls.forEach((call, index) => {
+      const at = r.noIndex ? {} : { index };
       const head = {
-        index,
+        ...at,
         id: call.id ?? toolCallId(style),
         type: 'function',
         function: { name: call.name, arguments: '' },
@@ -133,7 +134,7 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
           : { tool_calls: [head] },
       );
       for (const fragment of splitFragments(call.argumentsText)) {
-        out.push({ tool_calls: [{ index, function: { arguments: fragment } }] });
+        out.push({ tool_calls: [{ ...at, function: { arguments: fragment } }] });
       }
     });
     return out;

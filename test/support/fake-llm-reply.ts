@@ -11,6 +11,7 @@ export interface ResolvedReply {
   reasoningTokens: number | undefined;
   chunkChars: number | undefined;
   timings: Record<string, number> | undefined;
+  noIndex: boolean;
 }
 
 /** What the request implies for rendering a reply. */
@@ -21,6 +22,10 @@ export interface ChatContext {
   includeUsage: boolean;
   /** Estimated prompt tokens, used when the turn scripts no usage. */
   promptTokens: number;
+  /** The names of the tools the request offered. */
+  offered?: readonly string[];
+  /** The request's `max_tokens`, when it set one. */
+  maxTokens?: number;
   /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
   zeroUsage?: boolean;
 }
@@ -43,6 +48,7 @@ export function resolveReply(reply: ScriptedReply, promptTokens: number): Resolv
     reasoningTokens: reply.reasoningTokens,
     chunkChars: reply.chunkChars,
     timings: reply.timings,
+    noIndex: reply.noIndex === true,
   };
 }
 
@@ -93,4 +99,48 @@ export function estimatePromptTokens(body: unknown): number {
     typeof body === 'object' && body !== null ? (body as { messages?: unknown; tools?: unknown }) : {};
   const toolsChars = Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools).length : 0;
   return Math.max(1, Math.ceil((JSON.stringify(messages ?? []).length + toolsChars) / 4));
+}
+
+/**
+ * A reply cut at `maxTokens` (4 characters a token), as a server stops generating there: the
+ * content first, then each call's arguments in turn; calls not begun are dropped. `finish_reason`
+ * is `length`, or on vLLM's stream `tool_calls` once a call began (research/local-model-quirks-2.md Q12).
+ */
+export function cutAtMaxTokens(
+  reply: ResolvedReply,
+  maxTokens: number,
+  mode: 'length' | 'vllm',
+  stream: boolean,
+): ResolvedReply {
+  if (reply.usage.completion <= maxTokens) return reply;
+  let room = maxTokens * 4;
+  const take = (text: string) => {
+    const kept = text.slice(0, Math.max(0, room));
+    room -= kept.length;
+    return kept;
+  };
+  const content = reply.content === undefined ? undefined : take(reply.content);
+  const toolCalls: ResolvedReply['toolCalls'] = [];
+  for (const call of reply.toolCalls) {
+    if (room <= 0) break;
+    const argumentsText = take(call.argumentsText);
+    toolCalls.push({ ...call, argumentsText, argumentsObject: argumentsText });
+  }
+  const calledOnStream = mode === 'vllm' && stream && toolCalls.length > 0;
+  return {
+    ...reply,
+    content,
+    toolCalls,
+    finishReason: calledOnStream ? 'tool_calls' : 'length',
+    usage: { prompt: reply.usage.prompt, completion: maxTokens },
+  };
+}
+
+/**
+ * Ollama's template parser failing on a call that names no offered tool (ollama #17274, Q19): the
+ * text it could not read is dropped, so the message is empty, while the tokens stay counted.
+ */
+export function dropUnreadCalls(reply: ResolvedReply, offered: readonly string[]): ResolvedReply {
+  if (reply.toolCalls.every((call) => offered.includes(call.name))) return reply;
+  return { ...reply, content: '', toolCalls: [], finishReason: 'stop' };
 }

@@ -16,7 +16,13 @@ import {
   openAiStreamFrames,
   type StreamFrames,
 } from './fake-llm-openai-chat.ts';
-import { type ChatContext, estimatePromptTokens, resolveReply } from './fake-llm-reply.ts';
+import {
+  type ChatContext,
+  cutAtMaxTokens,
+  dropUnreadCalls,
+  estimatePromptTokens,
+  resolveReply,
+} from './fake-llm-reply.ts';
 import type {
   Answer,
   FakeLlmServer,
@@ -118,6 +124,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       stream?: unknown;
       tools?: unknown;
       stream_options?: unknown;
+      max_tokens?: unknown;
       think?: unknown;
     };
     const requested = typeof request.model === 'string' ? request.model : '';
@@ -180,6 +187,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       includeUsage: streamOptions?.include_usage === true,
       promptTokens: estimatePromptTokens(body),
       ...(options.zeroUsage === true ? { zeroUsage: true } : {}),
+      ...(typeof request.max_tokens === 'number' ? { maxTokens: request.max_tokens } : {}),
+      offered: toolNames(body),
     };
     return renderTurn(api, turn, ctx);
   };
@@ -255,7 +264,12 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       return { kind: 'stream', contentType: 'text/event-stream', frames: [frame], cut: false };
     }
     if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
-    const resolved = resolveReply(turn.reply, ctx.promptTokens);
+    const whole = resolveReply(turn.reply, ctx.promptTokens);
+    const parsed = options.templateToolParser === true ? dropUnreadCalls(whole, ctx.offered ?? []) : whole;
+    const resolved =
+      options.maxTokens === undefined || ctx.maxTokens === undefined
+        ? parsed
+        : cutAtMaxTokens(parsed, ctx.maxTokens, options.maxTokens, ctx.stream);
     const reply = ctx.zeroUsage === true ? { ...resolved, usage: { prompt: 0, completion: 0 } } : resolved;
     const cutAfter = 'cutAfterChunks' in turn ? turn.cutAfterChunks : undefined;
     if (!ctx.stream && cutAfter === undefined) {

@@ -68,6 +68,11 @@ export interface ScriptedReply {
   chunkChars?: number;
   /** llama-server's `timings` object, on the stream's last chunk (cache_n, prompt_n, …). */
   timings?: Record<string, number>;
+  /**
+   * Tool-call deltas without `index`, as some local servers stream them (jin-bo/agentao PR #117,
+   * goose #10023: research/local-model-quirks-2.md Q29); `openai` stream style only.
+   */
+  noIndex?: boolean;
 }
 
 /** Chunking style of an OpenAI-compatible stream. */
@@ -149,6 +154,19 @@ export interface FakeLlmServerOptions {
    * llama-server, vLLM and keyed endpoints (fake-llm-compat.ts) add their routes, states and refusals.
    */
   intercept?: (request: RecordedRequest) => Answer | undefined;
+  /**
+   * Honour the request's `max_tokens` (4 characters a token): a reply longer than it is cut there,
+   * content first, then the calls' arguments. `finish_reason` says `length`, except on vLLM's
+   * stream once a call delta went out, where it says `tool_calls` (vllm #53269, #58228:
+   * research/local-model-quirks-2.md Q12).
+   */
+  maxTokens?: 'length' | 'vllm';
+  /**
+   * Ollama's template-based tool parsing (no built-in parser: `/api/show` `parser` empty): a call
+   * naming no offered tool — a model that used the tool's description as its name — fails the
+   * parse, and the answer is an empty message whose tokens are counted (ollama #17274, Q19).
+   */
+  templateToolParser?: boolean;
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -153,6 +153,8 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
         tone: 'warn',
         text: `⟳ stuck: ${describeStuck(event)}${event.action === 'warned' ? '; the model was told' : '; the run ends'}`,
       };
+    case 'model_quirk':
+      return { tone: 'warn', text: `⚑ ${event.note} ${event.quirk.replace(/_/g, ' ')}: ${event.detail}` };
     case 'reasoning_cut':
       return {
         tone: 'warn',

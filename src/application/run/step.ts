@@ -1,8 +1,12 @@
 import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/messages.ts';
 import { type Conversation, requestModelTurn } from './model-turn.ts';
-import type { ChatClient, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
+import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverWrittenCalls } from './written-calls.ts';
+import { storeCalls } from './stored-calls.ts';
+import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
+import { FabricError } from '../../domain/errors.ts';
+import { cutAt, cutMessage } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 
@@ -67,23 +71,54 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
 
 async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   const { recorder, conversation, step } = input;
-  const turn = await requestModelTurn({
-    chat: input.chat,
-    model: input.model,
-    recorder,
-    conversation,
-    tools: input.specs,
-    step,
-    finalTurn: input.finalTurn,
-    signal: input.signal,
-    ...(input.settings === undefined ? {} : { settings: input.settings }),
-    ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
-    affinity: input.runId,
-  });
+  let turn: ChatTurn;
+  try {
+    turn = await requestModelTurn({
+      chat: input.chat,
+      model: input.model,
+      recorder,
+      conversation,
+      tools: input.specs,
+      step,
+      finalTurn: input.finalTurn,
+      signal: input.signal,
+      ...(input.settings === undefined ? {} : { settings: input.settings }),
+      ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
+      affinity: input.runId,
+    });
+  } catch (error) {
+    if (!(error instanceof FabricError) || error.code !== 'model_output_unparseable') throw error;
+    const failed = await handleParserFailure(error, {
+      specs: input.specs,
+      messages: conversation.messages,
+      step,
+      recorder,
+    });
+    if (failed.kind === 'asked_again') return { kind: 'continue' };
+    turn = failed.turn;
+  }
   input.addUsage(turn.usage);
   let calls: readonly ToolCall[] = turn.toolCalls;
   let assistantContent = turn.content;
   const reasoning = turn.reasoning ?? '';
+  // A turn cut by the output limit runs nothing and answers nothing (quirks-2 rule 1, Q12–Q16).
+  const cut = cutAt(turn, input.settings?.maxOutputTokens);
+  const cutNote = cut === null ? undefined : cutMessage(cut, input.specs, calls.length > 0);
+  if (cut !== null && cutNote !== undefined) {
+    await recorder.record({
+      kind: 'model_quirk',
+      step,
+      quirk: 'turn_cut',
+      note: 'Q12',
+      detail: `cut at ${cut} tokens (finish_reason ${turn.finishReason ?? 'none'}); ${calls.length} call(s) not run`,
+    });
+    if (calls.length === 0) {
+      // A half-written call in the text (Q16) is neither recovered nor an answer.
+      conversation.messages.push({ role: 'assistant', content: turn.content, toolCalls: [] });
+      conversation.messages.push({ role: 'user', content: cutNote });
+      return { kind: 'continue' };
+    }
+  }
   if (calls.length === 0 && input.recoverTextToolCalls) {
     const written = await recoverWrittenCalls(turn, input.specs, step, recorder);
     switch (written.kind) {
@@ -103,6 +138,17 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   }
   if (calls.length === 0) {
     const text = turn.content.trim();
+    if (text === '' && reasoning.trim() === '' && turn.usage.completionTokens > 0 && input.specs.length > 0) {
+      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19).
+      await handleEmptyTurn(turn.usage.completionTokens, {
+        specs: input.specs,
+        messages: conversation.messages,
+        step,
+        recorder,
+        model: input.model,
+      });
+      return { kind: 'continue' };
+    }
     if (text === '') {
       conversation.messages.push({ role: 'assistant', content: '', toolCalls: [] });
       conversation.messages.push({
@@ -114,18 +160,35 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     await recorder.record({ kind: 'text_fallback', step, content: text });
     return { kind: 'finished', payload: { summary: text }, via: 'text' };
   }
+  // Stored canonical (research/local-model-quirks-2.md rule 2): no later request can be refused for it.
+  const stored = await storeCalls(calls, {
+    specs: input.specs,
+    messages: conversation.messages,
+    step,
+    recorder,
+  });
   const assistant: AssistantMessage = {
     role: 'assistant',
     content: assistantContent,
-    toolCalls: calls,
+    toolCalls: stored.map((entry) => entry.call),
     ...(input.passReasoningBack === true && reasoning.trim() !== '' ? { reasoning } : {}),
   };
   conversation.messages.push(assistant);
   const context = { runId: input.runId, step, signal: input.signal };
   const answered: AnsweredCall[] = [];
-  for (const call of calls) {
+  for (const { call, problem } of stored) {
     const outcome = await dispatchToolCall({
       call,
+      ...(cutNote !== undefined
+        ? { problem: { reason: 'refused', message: cutNote } as const }
+        : problem === undefined
+          ? {}
+          : {
+              problem: {
+                reason: 'invalid_json',
+                message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
+              },
+            }),
       tools: input.tools,
       pack: input.pack,
       recorder,

@@ -50,7 +50,7 @@ export function scanTextToolCalls(
       malformed++;
       continue;
     }
-    calls.push({ id: `recovered_${step}_${calls.length}`, name: written.name, arguments: args });
+    calls.push({ id: recoveredId(step, calls.length), name: written.name, arguments: args });
   }
   return { format: found.dialect, calls, refused, malformed };
 }
@@ -67,6 +67,14 @@ export function recoverTextToolCalls(
 ): RecoveredCalls | null {
   const scanned = scanTextToolCalls(content, offered, step, schemas);
   return scanned !== null && scanned.calls.length > 0 ? scanned : null;
+}
+
+/**
+ * The id of the `index`th call recovered at `step`: nine letters and digits (`r` + step + index),
+ * which every family's template accepts, Mistral's included (research/local-model-quirks-2.md Q10).
+ */
+export function recoveredId(step: number, index: number): string {
+  return `r${String(step % 100000).padStart(5, '0')}${String(index % 1000).padStart(3, '0')}`;
 }
 
 /** A call's arguments as the JSON object text `tool_calls` carry; null when they are not an object. */

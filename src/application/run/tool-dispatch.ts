@@ -43,6 +43,11 @@ export async function dispatchToolCall(options: {
    * but every call except finish_task is refused unrun.
    */
   onlyFinish?: boolean;
+  /**
+   * Why the call cannot run though its tool exists: its arguments were not a JSON object (stored
+   * as `{}`, research/local-model-quirks-2.md Q7) or its turn was cut (Q12). The model is told.
+   */
+  problem?: { readonly reason: 'invalid_json' | 'refused'; readonly message: string };
 }): Promise<CallOutcome> {
   const { call, tools, recorder, context } = options;
   await recorder.record({
@@ -77,6 +82,7 @@ export async function dispatchToolCall(options: {
     const names = [...tools.keys(), FINISH_TOOL].join(', ');
     return fail('unknown_tool', `There is no tool "${call.name}". The tools are: ${names}.`);
   }
+  if (options.problem !== undefined) return fail(options.problem.reason, options.problem.message);
   const parsed = parseArguments(call.arguments);
   if (!parsed.ok) return fail(parsed.reason, parsed.message);
   const validation = tool.validate(parsed.value);
@@ -134,12 +140,14 @@ async function handleFinish(options: {
   recorder: RunRecorder;
   context: ToolContext;
   applyGate: boolean;
+  problem?: { readonly message: string };
 }): Promise<CallOutcome> {
   const { call, pack, recorder, context } = options;
   const reject = async (reason: 'invalid_payload' | 'gate_failed', message: string): Promise<CallOutcome> => {
     await recorder.record({ kind: 'finish_rejected', step: context.step, call_id: call.id, reason, message });
     return answer(call, `finish_task was not accepted: ${message}`);
   };
+  if (options.problem !== undefined) return reject('invalid_payload', options.problem.message);
   const parsed = parseArguments(call.arguments);
   if (!parsed.ok)
     return reject('invalid_payload', `${parsed.message} Call finish_task again with a JSON object.`);

@@ -102,6 +102,19 @@ export function classifyStatus(
       ),
     };
   }
+  // The server's tool-call parser could not read the model's output (research/local-model-quirks-2.md
+  // Q17, Q18, Q20): the same request makes the same output, so it is the model's, not a dead server.
+  const unparsed = unparsedOutput(message);
+  if (unparsed !== undefined) {
+    return {
+      transient: false,
+      error: new FabricError(
+        'model_output_unparseable',
+        `${target.backendLabel} could not parse the tool call "${target.model}" wrote (the server said: ${clip(message)}).`,
+        { cause, details: { status, raw: unparsed } },
+      ),
+    };
+  }
   // A prompt over the window is never mended by a retry, whatever the status says: Ollama answers
   // 500 when its own truncation dropped the user turn (ollama#18107); LM Studio 0.4.21 streams 200
   // with `event: error` "Input does not fit in context length…" (lmstudio-bug-tracker #2322), its
@@ -136,6 +149,24 @@ export function classifyStatus(
       },
     ),
   };
+}
+
+/**
+ * The model's output a parser failure carries, or undefined when the message is no parser failure:
+ * llama-server's `Failed to parse input at pos N: <raw>` (Q17), Ollama's built-in parsers' `XML
+ * syntax error …` (Q18) and `error parsing tool call: raw='…'` (Q20).
+ */
+function unparsedOutput(message: string): string | undefined {
+  const llama = /Failed to parse input at pos \d+: ?([\s\S]*)$/.exec(message);
+  if (llama !== null) return llama[1] ?? '';
+  const raw = /error parsing tool call: raw='([\s\S]*)'/.exec(message);
+  if (raw !== null) return raw[1] ?? '';
+  if (/^(XML syntax error|error parsing tool call|expected element type <)/.test(message)) return '';
+  return undefined;
+}
+
+function clip(text: string): string {
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
 function contextOverflow(message: string, target: RequestTarget, cause: unknown): FabricError {

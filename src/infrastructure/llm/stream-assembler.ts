@@ -1,4 +1,5 @@
 import type { ToolCall } from '../../domain/messages.ts';
+import { nineAlnumId } from '../../domain/tool-call-ids.ts';
 import { ThinkSplitter } from './think-splitter.ts';
 
 /** The parts of an OpenAI-style stream chunk the assembler reads. Every field may be missing. */
@@ -51,7 +52,7 @@ export class StreamAssembler {
   #cached: number | undefined;
   readonly #newId: () => string;
 
-  constructor(newId: () => string = () => `call_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`) {
+  constructor(newId: () => string = () => nineAlnumId()) {
     this.#newId = newId;
   }
 
@@ -84,8 +85,8 @@ export class StreamAssembler {
         reasoning += split.reasoning;
       }
       for (const fragment of delta?.tool_calls ?? []) {
-        const call = this.#callFor(fragment.index, fragment.id ?? '');
         const name = fragment.function?.name ?? '';
+        const call = this.#callFor(fragment.index, fragment.id ?? '', name);
         // Older LM Studio repeats `name: ""` in every later fragment: never let it erase the name.
         if (name !== '' && call.name === '') {
           call.name = name;
@@ -99,8 +100,17 @@ export class StreamAssembler {
     return { text, reasoning, startedCalls };
   }
 
-  #callFor(index: number | undefined, id: string): PartialCall {
-    const existing = index === undefined ? undefined : this.#byIndex.get(index);
+  #callFor(index: number | undefined, id: string, name: string): PartialCall {
+    // Without an index, a fragment continues the last call unless it starts another: a new id,
+    // or a name when the last call has one (research/local-model-quirks-2.md Q29: servers that
+    // omit `index` would otherwise give `get_weatherget_time`).
+    const last = this.#calls.at(-1);
+    const existing =
+      index === undefined
+        ? last !== undefined && !(name !== '' && last.name !== '')
+          ? last
+          : undefined
+        : this.#byIndex.get(index);
     // A different non-empty id at the same index is a new call (servers that reuse index 0).
     if (existing && !(id !== '' && existing.id !== '' && id !== existing.id)) return existing;
     const call: PartialCall = { id: '', name: '', arguments: '' };

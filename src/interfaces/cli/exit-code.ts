@@ -27,6 +27,7 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'backend_error':
     case 'context_overflow':
     case 'run_stuck':
+    case 'model_output_unparseable':
     case 'tool_failed':
     case 'sandbox_violation':
     // Asked not to wait for another run's workspace: this run did not start.

@@ -76,6 +76,9 @@ export class ProgressReporter implements RunObserver {
           ),
         );
         break;
+      case 'model_quirk':
+        this.#line(s.yellow(`  ⚑ ${event.quirk.replace(/_/g, ' ')}: ${event.detail}`));
+        break;
       case 'reasoning_cut':
         this.#line(
           s.yellow(

@@ -25,6 +25,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
       return 413;
     case 'runlog_corrupt':
     case 'run_stuck':
+    case 'model_output_unparseable':
     case 'context_too_small':
       return 422;
     case 'backend_error':

@@ -11,8 +11,8 @@ describe('recoverTextToolCalls', () => {
     const recovered = recoverTextToolCalls(text, offered, 3);
     expect(recovered?.format).toBe('hermes');
     expect(recovered?.calls).toEqual([
-      { id: 'recovered_3_0', name: 'read_file', arguments: '{"path":"a.rs"}' },
-      { id: 'recovered_3_1', name: 'read_file', arguments: '{"path":"b.rs"}' },
+      { id: 'r00003000', name: 'read_file', arguments: '{"path":"a.rs"}' },
+      { id: 'r00003001', name: 'read_file', arguments: '{"path":"b.rs"}' },
     ]);
   });
 
@@ -150,7 +150,9 @@ describe('scanTextToolCalls: the dialects local models write', () => {
   ])('reads %s: %s', (dialect, text, expected) => {
     expect(scan(text)?.format).toBe(dialect);
     expect(args(text)).toEqual(expected);
-    expect(scan(text)?.calls.map((call) => call.id)).toEqual(expected.map((_, i) => `recovered_2_${i}`));
+    expect(scan(text)?.calls.map((call) => call.id)).toEqual(
+      expected.map((_, i) => `r00002${String(i).padStart(3, '0')}`),
+    );
   });
 
   it.each([

@@ -84,6 +84,39 @@ describe('StreamAssembler', () => {
     ]);
   });
 
+  it('continues the last call with fragments that carry no index (quirks-2 Q29)', () => {
+    const a = new StreamAssembler(ids());
+    const push = (call: Record<string, unknown>) => a.push({ choices: [{ delta: { tool_calls: [call] } }] });
+    push({ id: 'w1', function: { name: 'get_weather', arguments: '' } });
+    push({ function: { arguments: '{"city":' } });
+    push({ function: { arguments: '"Paris"}' } });
+    push({ function: { name: 'get_time', arguments: '{"tz":"JST"}' } });
+    expect(a.result().toolCalls).toEqual([
+      { id: 'w1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { id: 'gen_1', name: 'get_time', arguments: '{"tz":"JST"}' },
+    ]);
+  });
+
+  it('merges two entries of one index in one chunk (vLLM speculative decoding, quirks-2 Q29)', () => {
+    const a = new StreamAssembler(ids());
+    a.push({
+      choices: [
+        {
+          delta: {
+            tool_calls: [
+              { index: 0, id: 'chatcmpl-tool-1', function: { name: 'read_file', arguments: '' } },
+              { index: 0, function: { arguments: '{"pa' } },
+            ],
+          },
+        },
+      ],
+    });
+    a.push({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'th":"a"}' } }] } }] });
+    expect(a.result().toolCalls).toEqual([
+      { id: 'chatcmpl-tool-1', name: 'read_file', arguments: '{"path":"a"}' },
+    ]);
+  });
+
   it('gives an id to calls that came with an empty one, and knows a stream without finish_reason was cut', () => {
     const a = new StreamAssembler(ids());
     a.push({

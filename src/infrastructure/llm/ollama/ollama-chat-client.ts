@@ -1,3 +1,4 @@
+import { nineAlnumId } from '../../../domain/tool-call-ids.ts';
 import { ThinkSplitter } from '../think-splitter.ts';
 import type {
   ChatClient,
@@ -153,7 +154,7 @@ export class OllamaChatClient implements ChatClient {
       }
       for (const call of line.toolCalls) {
         toolCalls.push({
-          id: call.id ?? `call_${crypto.randomUUID().slice(0, 8)}`,
+          id: call.id ?? nineAlnumId(),
           name: call.name,
           arguments: call.arguments,
         });

@@ -87,6 +87,12 @@ function item(event: RunEvent): SafeHtml {
         'warn',
         html`<span class="kind">Stuck</span> ${describeStuck(event)}${event.action === 'warned' ? ': the model was told' : ': the run ends'}`,
       );
+    case 'model_quirk':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">${event.quirk.replace(/_/g, ' ')}</span> <span class="meta">${event.note}</span> ${event.detail}`,
+      );
     case 'reasoning_cut':
       return li(
         event,

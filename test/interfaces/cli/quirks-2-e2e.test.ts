@@ -1,0 +1,359 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
+import type { Sandbox } from '../../support/fabric-cli.ts';
+import {
+  llamaParseFailure,
+  ollamaParserError,
+  startFakeLlamaServer,
+  startFakeVllm,
+} from '../../support/fake-llm-compat.ts';
+import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { runUnits } from '../../support/units-run.ts';
+import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
+import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
+import { makeSandbox } from '../../support/fabric-cli.ts';
+
+/**
+ * Issue 36: local models as they are, round two (research/local-model-quirks-2.md). Each case
+ * drives `fabric run` through a fake llama-server or vLLM that answers with the wire shape the
+ * note records and refuses what the real server's template refuses in a history (a system
+ * message after index 0, replayed arguments that are not an object, a Mistral id of another form).
+ */
+const QWEN = { id: 'Qwen3-Coder-30B-A3B-Instruct', contextLength: 32768 };
+const MISTRAL = { id: 'mistralai/Mistral-Small-3.2-24B-Instruct-2506', contextLength: 32768 };
+
+const ARGS = { value: 3, from: 'km', to: 'mi' };
+const FINISH: ScriptedTurn = {
+  reply: {
+    toolCalls: [{ name: 'finish_task', arguments: { summary: 'Converted.', answer: '1.864114 mi' } }],
+  },
+};
+
+type Quirk = Extract<RunEvent, { kind: 'model_quirk' }>;
+const quirks = (events: RunEvent[]) => events.filter((e): e is Quirk => e.kind === 'model_quirk');
+const results = (events: RunEvent[]) =>
+  events.filter((e) => e.kind === 'tool_result' || e.kind === 'tool_error');
+
+/** The tool calls of the assistant messages a chat request carried back. */
+function replayedCalls(server: FakeLlmServer, request: number) {
+  const body = server.chatRequests()[request]?.body as {
+    messages: { role: string; tool_calls?: { id: string; function: { arguments: string } }[] }[];
+  };
+  return body.messages.flatMap((m) => m.tool_calls ?? []);
+}
+
+describe('local models as they are (issue 36)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q1: a JSON string inside the JSON string is decoded once, run, and sent back as the object', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        // Granite 4 through vLLM's hermes parser (vllm PR #54964): the arguments slot holds a string.
+        {
+          reply: { toolCalls: [{ name: 'convert_units', arguments: JSON.stringify(JSON.stringify(ARGS)) }] },
+        },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_repaired', note: 'Q1', tool: 'convert_units' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('Q3: a number written as text is read as the number the schema asks for', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, value: '3' } }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_repaired', note: 'Q3', detail: '"value" was the text "3": read as 3' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('Q7: arguments that are not JSON are stored as {}, the raw text kept, and the history stays valid', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: '{"value": 3, "from": "km", "to' }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_unreadable', note: 'Q7', raw: '{"value": 3, "from": "km", "to' },
+    ]);
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_error', reason: 'invalid_json' });
+    // llama-server answers 500 to a replayed call whose arguments do not parse (llama.cpp #25510).
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
+    expect(server.chatRequests()).toHaveLength(3);
+  });
+
+  it('Q10: ids the fabric makes for recovered calls fit a Mistral template', async () => {
+    server = await startFakeVllm({
+      models: [MISTRAL],
+      mistralIds: true,
+      script: [
+        {
+          reply: { content: `[TOOL_CALLS][{"name": "convert_units", "arguments": ${JSON.stringify(ARGS)}}]` },
+        },
+        { reply: { toolCalls: [{ id: 'a1B2c3D4e', name: 'finish_task', arguments: FINISH_ARGS }] } },
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
+  });
+});
+
+/** A sandbox on one backend whose profile caps a reply at `maxTokens` (sent as `max_tokens`). */
+function cappedSandbox(backend: { kind: string; url: string }, maxTokens: number) {
+  return makeSandbox({
+    llm: {
+      retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 },
+      probe_timeout_ms: 1000,
+      backends: [backend],
+    },
+    profiles: { 'Qwen3-Coder*': { max_output_tokens: maxTokens } },
+  });
+}
+
+const LONG = 'x'.repeat(400);
+
+describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q12: a call cut mid-arguments that vLLM labels tool_calls is not run, and the model is told it was cut', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'vllm', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const first = events.find((e) => e.kind === 'llm_response');
+    // The wire as vLLM sends it: tool_calls, 30 of 30 tokens, the arguments unterminated.
+    expect(first).toMatchObject({ finish_reason: 'tool_calls', usage: { completion_tokens: 30 } });
+    expect(quirks(events).map((q) => [q.quirk, q.note])).toEqual([
+      ['turn_cut', 'Q12'],
+      ['arguments_unreadable', 'Q7'],
+    ]);
+    const error = results(events)[0];
+    expect(error).toMatchObject({ kind: 'tool_error', reason: 'refused' });
+    expect(error).toMatchObject({
+      error: expect.stringContaining(
+        'Your reply was cut off at 30 tokens, the most one reply may have, so its tool call was not run.',
+      ),
+    });
+    expect(results(events)[1]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
+  });
+
+  it('Q16: text cut inside a <tool_call> block is neither an answer nor a call', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        {
+          reply: {
+            content: `<tool_call>\n{"name": "convert_units", "arguments": {"value": 3, "note": "${LONG}"}}\n</tool_call>`,
+          },
+        },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+    expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: 'length' });
+    expect(quirks(events)).toMatchObject([{ quirk: 'turn_cut' }]);
+    expect(events.some((e) => e.kind === 'tool_call_recovered' || e.kind === 'text_fallback')).toBe(false);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('so it is not taken as your answer'),
+    });
+  });
+});
+
+const XML_CALL =
+  '<tool_call>\n<function=convert_units>\n<parameter=value>\n3\n</parameter>\n<parameter=from>\nkm\n</parameter>\n<parameter=to>\nmi\n</parameter>\n</function>\n</tool_call>';
+
+describe('a server whose parser fails on the model output (issue 36, Q17, Q18)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('Q17: the call in llama-server\'s "Failed to parse input" 500 is read and run, with no retry', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [llamaParseFailure(204, XML_CALL), FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(server.chatRequests()).toHaveLength(2);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'parse_failed', note: 'Q17', raw: XML_CALL }]);
+    expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({ format: 'qwen3_coder_xml' });
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+  });
+
+  it('Q17: an unreadable rest is asked again with a correction, and a second failure ends the run with the diagnosis', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [llamaParseFailure(12, '</tool_call>'), llamaParseFailure(12, '</tool_call>')],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events, exitCode } = await runUnitsOnBackends(sandbox);
+    expect(exitCode).toBe(1);
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('Failed to parse input at pos 12: </tool_call>');
+    expect(result.error?.message).toContain(
+      'It failed again after the model was asked to write the call again',
+    );
+    // Never retried identically, never a dead server.
+    expect(server.chatRequests()).toHaveLength(2);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain(
+      'Your last reply could not be read by the server as a tool call',
+    );
+  });
+
+  it("Q18: Ollama's built-in parser error line is the model's output: asked again changed, then the run succeeds", async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [{ id: 'qwen3-coder:30b', toolUse: true }],
+      script: [
+        ollamaParserError('XML syntax error on line 7: expected element name after <'),
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await makeSandbox();
+    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    expect(result.status).toBe('succeeded');
+    expect(server.chatRequests()).toHaveLength(3);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'parse_failed' }]);
+  });
+});
+
+describe('an empty message with tokens counted (issue 36, Q19)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  /** Ollama parsing calls through the template: a call named by the tool's description is dropped. */
+  const DESCRIBED: ScriptedTurn = {
+    reply: { toolCalls: [{ name: 'Converts a length between units', arguments: ARGS }] },
+  };
+
+  it('is a parse failure, not an answer: asked again with the exact tool names, and the run succeeds', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      templateToolParser: true,
+      models: [{ id: 'qwen2.5:7b', toolUse: true }],
+      script: [DESCRIBED, { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } }, FINISH],
+    });
+    sandbox = await makeSandbox();
+    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+    const first = events.find((e) => e.kind === 'llm_response');
+    expect(first).toMatchObject({ content: '', tool_calls: [] });
+    expect(quirks(events)).toMatchObject([{ quirk: 'empty_turn', note: 'Q19' }]);
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain(
+      'Call exactly one of these tools by its exact name, with JSON arguments: convert_units, finish_task.',
+    );
+  });
+
+  it('twice in a row ends the run with the diagnosis, not a text answer', async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      templateToolParser: true,
+      models: [{ id: 'qwen2.5:7b', toolUse: true }],
+      script: [DESCRIBED, DESCRIBED],
+    });
+    sandbox = await makeSandbox();
+    const { result, exitCode } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('twice in a row and the server returned an empty message');
+    expect(server.chatRequests()).toHaveLength(2);
+  });
+});
+
+describe('stream assembly (issue 36, Q29)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('parallel calls streamed without an index are two calls, each with its own arguments', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        {
+          reply: {
+            noIndex: true,
+            toolCalls: [
+              { name: 'convert_units', arguments: ARGS },
+              { name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } },
+            ],
+          },
+        },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind))).toEqual([
+      '3 km = 1.864114 mi',
+      '2 m = 200 cm',
+    ]);
+  });
+});
+
+const FINISH_ARGS = { summary: 'Converted.', answer: '1.864114 mi' };
