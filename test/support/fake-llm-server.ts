@@ -9,6 +9,7 @@ import {
 } from './fake-llm-catalog.ts';
 import { findModel, jsonAnswer, loadedContextOf, ollamaRegistryName } from './fake-llm-models.ts';
 import { FakeModelLoads } from './fake-llm-loads.ts';
+import { prefillClock } from './fake-llm-prefill.ts';
 import { ollamaNativeBody, ollamaNativeShapeError, ollamaNativeStream } from './fake-llm-ollama-chat.ts';
 import {
   defaultStyle,
@@ -111,6 +112,9 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     return jsonAnswer(status, { error: { message, type, param: null, code: null } });
   };
 
+  const prefill =
+    options.prefillTokensPerSecond === undefined ? undefined : prefillClock(options.prefillTokensPerSecond);
+
   const chat = async (api: ChatApi, body: unknown, rawBody: string): Promise<Answer> => {
     if (typeof body !== 'object' || body === null) {
       return chatError(api, 400, `invalid request body: ${rawBody.slice(0, 80) || '(empty)'}`);
@@ -156,6 +160,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       if (overflow !== undefined) return overflow;
       if (flavor === 'lm_studio') modelLoads.chat(model);
     }
+    if (prefill !== undefined) await sleep(prefill.delayMs(body));
     // A responder answers from the request itself (which model, which task, how far the
     // conversation is), so concurrent runs cannot take each other's turns.
     const responded = options.respond?.({

@@ -174,6 +174,11 @@ export interface FakeLlmServerOptions {
    * loads it and evicts the model JIT-loaded before it, each load recorded in `loads()`.
    */
   jitAutoEvict?: boolean;
+  /**
+   * A GPU's prefill: each chat request waits for the part of its prompt the server's one cached
+   * prompt does not share, at this many tokens a second (fake-llm-prefill.ts). Absent: no wait.
+   */
+  prefillTokensPerSecond?: number;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */

@@ -36,11 +36,26 @@ export class LmStudioChatClient implements ChatClient {
     for (const url of order) {
       const client = this.#clients.get(url);
       if (!client) continue;
-      const release = await this.#pool.acquire(url, request.model, request.signal);
+      const release = await this.#pool.acquire(url, {
+        model: request.model,
+        run: request.affinity,
+        tokens: promptTokens(request),
+        signal: request.signal,
+      });
+      const sent = Date.now();
+      let firstEventAt: number | undefined;
       try {
-        const turn = await client.complete(request, onEvent);
+        const turn = await client.complete(request, (event) => {
+          if (firstEventAt === undefined && event.type !== 'retry') firstEventAt = Date.now();
+          onEvent?.(event);
+        });
         this.#pool.markUp(url);
         this.#remember(request.affinity, url);
+        // A turn that asked for tools comes back once they ran: its slot is held for it meanwhile.
+        release({
+          continues: turn.toolCalls.length > 0,
+          prefill: prefillOf(turn, (firstEventAt ?? Date.now()) - sent),
+        });
         return turn;
       } catch (error) {
         if (!(error instanceof FabricError) || error.code !== 'backend_unavailable') throw error;
@@ -72,6 +87,16 @@ export class LmStudioChatClient implements ChatClient {
     // Runs end without saying so here: the oldest keys go once there are many.
     if (this.#sticky.size > STICKY_RUNS) this.#sticky.delete(this.#sticky.keys().next().value as string);
   }
+}
+
+/** A request's prompt in tokens, as a server's template renders it: tools, then messages, 4 characters a token. */
+function promptTokens(request: ChatRequest): number {
+  return Math.ceil(JSON.stringify({ tools: request.tools, messages: request.messages }).length / 4);
+}
+
+/** The turn's uncached prompt tokens (the server's `cache_n` where it says) and the ms before its first token. */
+function prefillOf(turn: ChatTurn, ms: number): { tokens: number; ms: number } {
+  return { tokens: turn.usage.promptTokens - (turn.usage.cachedTokens ?? 0), ms };
 }
 
 /** How many runs' servers are remembered. */

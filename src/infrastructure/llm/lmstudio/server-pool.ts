@@ -1,6 +1,7 @@
 import type { BackendProbe } from '../../../application/ports.ts';
 import { sameModel } from '../../../application/models/resolve-model.ts';
 import type { HealthBook } from '../health-book.ts';
+import { SlotScheduler } from './slot-scheduler.ts';
 
 interface ServerState {
   readonly url: string;
@@ -11,9 +12,24 @@ interface ServerState {
   inFlight: number;
   /** Per loaded model: how many requests it serves at once (`config.parallel`), from the last probe. */
   parallel: ReadonlyMap<string, number>;
-  /** Per model: requests being answered, and those waiting for a slot, first come first served. */
-  busy: Map<string, number>;
-  waiting: Map<string, (() => void)[]>;
+  /** Per model with known parallelism: its slots (slot-scheduler.ts). */
+  slots: Map<string, SlotScheduler>;
+}
+
+/** A request asking the pool for a slot. */
+export interface SlotRequest {
+  readonly model: string;
+  /** The run (the request's affinity key). */
+  readonly run: string | undefined;
+  /** The request's prompt, in tokens (estimated). */
+  readonly tokens: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** How a request ended: whether its run comes back, and its prefill when measured. */
+export interface SlotOutcome {
+  readonly continues: boolean;
+  readonly prefill?: { tokens: number; ms: number } | undefined;
 }
 
 /**
@@ -24,6 +40,9 @@ export class ServerPool {
   readonly #servers: ServerState[];
   readonly #health: HealthBook;
   #turn = 0;
+  /** Each run's place in start order (first request seen), for the slots' queues. */
+  readonly #ranks = new Map<string, number>();
+  #nextRank = 0;
 
   constructor(urls: readonly string[], health: HealthBook) {
     this.#servers = urls.map((url) => ({
@@ -32,8 +51,7 @@ export class ServerPool {
       loaded: [],
       inFlight: 0,
       parallel: new Map(),
-      busy: new Map(),
-      waiting: new Map(),
+      slots: new Map(),
     }));
     this.#health = health;
   }
@@ -54,6 +72,11 @@ export class ServerPool {
           model.parallel === undefined ? [] : [[model.id, model.parallel] as const],
         ),
       );
+      for (const [id, parallel] of server.parallel) {
+        const slots = server.slots.get(id);
+        if (slots === undefined) server.slots.set(id, new SlotScheduler(parallel));
+        else slots.resize(parallel);
+      }
       this.#health.markUp(ServerPool.key(server.url));
     } else {
       this.#health.markDown(ServerPool.key(server.url), probe.error ?? 'probe failed');
@@ -81,30 +104,50 @@ export class ServerPool {
   /**
    * Takes one of the server's slots for the model (SPEC §17): a server is not sent more requests
    * for a model at once than it serves in parallel (`config.parallel`); past that a request waits
-   * for a slot, first come first served, rather than queue inside the server and push out a
-   * cached prompt. Unknown parallelism: no limit. Aborting the signal stops the wait.
+   * for a slot rather than queue inside the server and push out a cached prompt. The slots are
+   * scheduled by slot-scheduler.ts: runs in start order, a slot held for its run while the run's
+   * tool executes. Unknown parallelism: no limit. Aborting the signal stops the wait.
    */
-  async acquire(url: string, model?: string, signal?: AbortSignal): Promise<() => void> {
+  async acquire(url: string, request: SlotRequest): Promise<(outcome?: SlotOutcome) => void> {
     const server = this.#servers.find((s) => s.url === url);
     if (server === undefined) return () => {};
-    const key =
-      model === undefined ? undefined : [...server.parallel.keys()].find((id) => sameModel(id, model));
-    const slots = key === undefined ? undefined : server.parallel.get(key);
-    if (key !== undefined && slots !== undefined && (server.busy.get(key) ?? 0) >= slots) {
-      // The request that ends hands its slot over: the count stays as it is.
-      await waitForSlot(server, key, signal);
-    } else if (key !== undefined) server.busy.set(key, (server.busy.get(key) ?? 0) + 1);
+    const key = [...server.slots.keys()].find((id) => sameModel(id, request.model));
+    const slots = key === undefined ? undefined : server.slots.get(key);
+    const ticket = {
+      run: request.run,
+      rank: this.#rank(request.run),
+      tokens: request.tokens,
+      signal: request.signal,
+    };
+    // Counted at once, so the next request's order() sees this one (even while it waits for a slot).
     server.inFlight += 1;
+    if (slots !== undefined) {
+      try {
+        await slots.acquire(ticket);
+      } catch (error) {
+        server.inFlight -= 1;
+        throw error;
+      }
+    }
     let released = false;
-    return () => {
+    return (outcome) => {
       if (released) return;
       released = true;
       server.inFlight -= 1;
-      if (key === undefined) return;
-      const next = server.waiting.get(key)?.shift();
-      if (next !== undefined) next();
-      else server.busy.set(key, (server.busy.get(key) ?? 1) - 1);
+      slots?.release(ticket, outcome?.continues ?? false, outcome?.prefill);
     };
+  }
+
+  /** A run's place in start order; a request with no run goes after every run seen so far. */
+  #rank(run: string | undefined): number {
+    if (run === undefined) return this.#nextRank++;
+    const known = this.#ranks.get(run);
+    if (known !== undefined) return known;
+    const rank = this.#nextRank++;
+    this.#ranks.set(run, rank);
+    // Runs end without saying so here: the oldest go once there are many.
+    if (this.#ranks.size > RANKED_RUNS) this.#ranks.delete(this.#ranks.keys().next().value as string);
+    return rank;
   }
 
   markDown(url: string, reason: string): void {
@@ -124,25 +167,5 @@ export class ServerPool {
   }
 }
 
-/** Waits until a request for `key` on `server` ends (its release hands the slot on). */
-function waitForSlot(server: ServerState, key: string, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const queue = server.waiting.get(key) ?? [];
-    server.waiting.set(key, queue);
-    const onAbort = () => {
-      const at = queue.indexOf(wake);
-      if (at >= 0) queue.splice(at, 1);
-      reject(signal?.reason);
-    };
-    const wake = () => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    };
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    signal?.addEventListener('abort', onAbort, { once: true });
-    queue.push(wake);
-  });
-}
+/** How many runs' start order is remembered. */
+const RANKED_RUNS = 4096;

@@ -1,0 +1,164 @@
+/**
+ * One model's slots on one server (issue 38). A slot keeps the prompt it last served; a request
+ * from another run evicts it. So when a run's request ends and the run will come back (it asked
+ * for tools), its slot is held for it while the tool runs: its next request takes the slot at
+ * once and prefills only what is new. The hold lasts at most about what a cold prefill of the
+ * first waiting request would cost (its prompt tokens at the server's measured prefill speed),
+ * then the slot goes to that request. Waiting requests are served in their runs' start order, and
+ * a slot is never held for a run against an earlier one (SPEC §10: earlier runs finish first).
+ */
+
+/** A request asking for a slot. */
+export interface SlotTicket {
+  /** The run (its affinity key); undefined: a request with no run, never held for. */
+  readonly run: string | undefined;
+  /** The run's place in start order: lower started earlier. */
+  readonly rank: number;
+  /** The request's prompt, in tokens (estimated). */
+  readonly tokens: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+interface Waiter {
+  readonly ticket: SlotTicket;
+  readonly wake: () => void;
+}
+
+interface Hold {
+  readonly rank: number;
+  readonly since: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** How many prefill samples the speed is taken over. */
+const SAMPLES = 16;
+/** A shorter prompt's time to first token is mostly the request's own overhead, not prefill. */
+const MIN_SAMPLE_TOKENS = 256;
+
+export class SlotScheduler {
+  #capacity: number;
+  /** Slots taken: by a request being answered, or held for a run. */
+  #taken = 0;
+  readonly #waiting: Waiter[] = [];
+  readonly #holds = new Map<string, Hold>();
+  /** Recent prefill speeds, prompt tokens per ms. */
+  readonly #speeds: number[] = [];
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  /** The slots the server now reports (a probe); more slots serve waiters at once. */
+  resize(capacity: number): void {
+    this.#capacity = capacity;
+    this.#serve();
+  }
+
+  /** Resolves once the request has a slot; a request whose run holds one takes it at once. */
+  acquire(ticket: SlotTicket): Promise<void> {
+    const held = ticket.run === undefined ? undefined : this.#holds.get(ticket.run);
+    if (held !== undefined && ticket.run !== undefined) {
+      clearTimeout(held.timer);
+      this.#holds.delete(ticket.run);
+      return Promise.resolve();
+    }
+    if (this.#taken < this.#capacity && this.#waiting.length === 0) {
+      this.#taken += 1;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const signal = ticket.signal;
+      const onAbort = () => {
+        const at = this.#waiting.indexOf(waiter);
+        if (at >= 0) this.#waiting.splice(at, 1);
+        this.#review();
+        reject(signal?.reason);
+      };
+      const waiter: Waiter = {
+        ticket,
+        wake: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      // In start order; requests of the same run keep their arrival order.
+      const at = this.#waiting.findIndex((w) => w.ticket.rank > ticket.rank);
+      this.#waiting.splice(at < 0 ? this.#waiting.length : at, 0, waiter);
+      this.#serve();
+      this.#review();
+    });
+  }
+
+  /**
+   * Ends a request. `continues`: its run will send another (it asked for tools), so the slot is
+   * held for it. `prefill`: the request's uncached prompt tokens and the ms before its first token,
+   * when measured.
+   */
+  release(ticket: SlotTicket, continues: boolean, prefill?: { tokens: number; ms: number }): void {
+    if (prefill !== undefined && prefill.tokens >= MIN_SAMPLE_TOKENS && prefill.ms > 0) {
+      this.#speeds.push(prefill.tokens / prefill.ms);
+      if (this.#speeds.length > SAMPLES) this.#speeds.shift();
+    }
+    if (continues && ticket.run !== undefined && !this.#holds.has(ticket.run)) {
+      this.#holds.set(ticket.run, { rank: ticket.rank, since: Date.now(), timer: undefined });
+      this.#review();
+      return;
+    }
+    this.#taken -= 1;
+    this.#serve();
+  }
+
+  /** Hands free slots to waiters, first in start order first. */
+  #serve(): void {
+    while (this.#taken < this.#capacity && this.#waiting.length > 0) {
+      this.#taken += 1;
+      this.#waiting.shift()?.wake();
+    }
+  }
+
+  /** Weighs every held slot against the first waiter: hand it over now, or at the hold's deadline. */
+  #review(): void {
+    const first = this.#waiting[0];
+    for (const [run, hold] of this.#holds) {
+      clearTimeout(hold.timer);
+      hold.timer = undefined;
+      if (first === undefined) continue;
+      const deadline = hold.since + this.#coldPrefillMs(first.ticket.tokens);
+      if (first.ticket.rank < hold.rank || deadline <= Date.now()) {
+        this.#handOver(run);
+        this.#review();
+        return;
+      }
+      hold.timer = setTimeout(() => {
+        this.#handOver(run);
+        this.#review();
+      }, deadline - Date.now());
+      hold.timer.unref?.();
+    }
+  }
+
+  /** The held slot goes to the first waiter (or is freed when none is left). */
+  #handOver(run: string): void {
+    const hold = this.#holds.get(run);
+    if (hold === undefined) return;
+    clearTimeout(hold.timer);
+    this.#holds.delete(run);
+    const next = this.#waiting.shift();
+    if (next !== undefined) next.wake();
+    else this.#taken -= 1;
+  }
+
+  /**
+   * What serving `tokens` cold would cost, from the slowest recent prefill (a request that was
+   * mostly cached looks faster than the GPU is); 0 until a prefill was measured: no hold.
+   */
+  #coldPrefillMs(tokens: number): number {
+    if (this.#speeds.length === 0) return 0;
+    return tokens / Math.min(...this.#speeds);
+  }
+}
