@@ -31,6 +31,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'sandbox_violation':
     // Asked not to wait for another run's workspace: this run did not start.
     case 'workspace_busy':
+    // `fabric otel export`: the OTLP receiver did not take the spans.
+    case 'telemetry_export_failed':
     case 'internal':
       return EXIT.runFailed;
   }
