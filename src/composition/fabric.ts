@@ -32,6 +32,9 @@ import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
 import { systemClock } from '../infrastructure/clock.ts';
 import { FABRIC_VERSION } from './version.ts';
+import { exportRunTrace } from '../application/telemetry/export-run-trace.ts';
+import type { SpanExporter } from '../application/telemetry/span-record.ts';
+import { spanExporterFor } from './telemetry.ts';
 
 /** This process, as the owner of the runs it makes. */
 const RUN_OWNER = { pid: process.pid, host: hostname() };
@@ -99,6 +102,8 @@ export class Fabric {
   /** Whole outputs of results cut to fit a window, beside each run's runlog (SPEC §17). */
   readonly #kept: KeptOutputs;
   readonly #options: FabricOptions;
+  /** Where each run's trace goes when it ends (SPEC §21); null with telemetry off. */
+  readonly #spans: SpanExporter | null;
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
   #control: Promise<ControlPlane | null> | undefined;
   /** The run queue and worker registry (`queue: postgres`), opened on first use. */
@@ -134,6 +139,7 @@ export class Fabric {
     this.catalog = this.#llm.catalog;
     this.limiter = new RequestLimiter(config.llm.max_concurrent_requests);
     this.#kept = new FileKeptOutputs(config.runs_dir);
+    this.#spans = spanExporterFor(config);
     const registry = this.registry;
     const llm = this.#llm;
     this.#runs = new RunStarter({
@@ -320,7 +326,29 @@ export class Fabric {
     this.#inflight.add(run);
     const forget = () => this.#inflight.delete(run);
     run.then(forget, forget);
+    if (this.#spans !== null) this.#traceRun(run, this.#spans);
     return run;
+  }
+
+  /** Sends the run's trace once it has ended; a receiver that fails is reported, never fails the run. */
+  #traceRun(run: Promise<RunResult>, exporter: SpanExporter): void {
+    const deps = {
+      runLogs: this.runLogStore,
+      exporter,
+      captureContent: this.config.telemetry.capture_content,
+    };
+    const traced = run
+      .then((result) => exportRunTrace(deps, result.run_id))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          // A run that could not start has no trace; only a failed export is worth telling.
+          if (error instanceof FabricError && error.code === 'telemetry_export_failed')
+            this.#options.onDegraded?.(`telemetry: ${error.message}`);
+        },
+      );
+    this.#inflight.add(traced);
+    traced.then(() => this.#inflight.delete(traced));
   }
 
   /**

@@ -27,5 +27,9 @@ export const ENVIRONMENT_VARIABLES: Readonly<Record<string, string>> = {
   SEARXNG_URL: 'SearXNG-compatible search endpoint for the research pack',
   LM_STUDIO_MODEL: 'the model `fabric daemon` asks for (--model overrides)',
   OPEN_SPEC_DAEMON_INTERVAL: 'seconds between `fabric daemon` scans (default 300)',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'OTLP/HTTP base URL: turns traces on (telemetry.endpoint)',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'OTLP/HTTP traces URL, used as it is (telemetry.traces_endpoint)',
+  OTEL_SERVICE_NAME: 'service.name on the spans (default agent-fabric)',
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true: put messages, arguments and results on spans',
   NO_COLOR: 'any value turns colour off',
 };

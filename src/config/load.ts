@@ -9,6 +9,7 @@ import type { Environment } from './env.ts';
 import { knownKeysAt } from './known-keys.ts';
 import { FabricConfigSchema, type LlmConfig, type ParsedConfig, type SpecialistConfig } from './schema.ts';
 import { resolveLlm } from './backends.ts';
+import { applyTelemetryEnvironment } from './telemetry.ts';
 
 /** The shipped default config, used when no other is found. */
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../config/fabric.yaml', import.meta.url));
@@ -183,7 +184,8 @@ function applyEnvironment(
   if (env.LM_STUDIO_MODEL) daemon.model = env.LM_STUDIO_MODEL;
   if (env.OPEN_SPEC_DAEMON_INTERVAL) daemon.interval_s = parseInterval(env.OPEN_SPEC_DAEMON_INTERVAL);
   const queue = env.FABRIC_QUEUE ? parseQueue(env.FABRIC_QUEUE) : config.queue;
-  return { ...config, llm, control, search, api, daemon, queue };
+  const telemetry = applyTelemetryEnvironment(config.telemetry, env);
+  return { ...config, llm, control, search, api, daemon, queue, telemetry };
 }
 
 function parseQueue(value: string): ParsedConfig['queue'] {

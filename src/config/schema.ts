@@ -171,6 +171,20 @@ export const WorkerSchema = v.strictObject({
   archive_max_mib: v.optional(v.pipe(v.number(), v.minValue(0.001)), 64),
 });
 
+/**
+ * OpenTelemetry traces (SPEC §21): on when an OTLP endpoint is named here or by the standard
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (which win).
+ */
+export const TelemetrySchema = v.strictObject({
+  /** The OTLP/HTTP base URL; traces go to `<endpoint>/v1/traces`. */
+  endpoint: v.optional(v.pipe(v.string(), v.url())),
+  /** The full traces URL, used as it is (wins over `endpoint`). */
+  traces_endpoint: v.optional(v.pipe(v.string(), v.url())),
+  /** Put messages, tool arguments and results on the spans: off unless asked for. */
+  capture_content: v.optional(v.boolean(), false),
+  service_name: v.optional(nonEmpty, 'agent-fabric'),
+});
+
 export const FabricConfigSchema = v.strictObject({
   version: v.optional(v.literal(1), 1),
   runs_dir: v.optional(nonEmpty, './runs'),
@@ -188,6 +202,7 @@ export const FabricConfigSchema = v.strictObject({
   worker: v.optional(WorkerSchema, {}),
   /** Model profiles by model-id glob, over the shipped ones (src/config/model-profiles.ts). */
   profiles: v.optional(v.record(nonEmpty, ModelProfileSchema), {}),
+  telemetry: v.optional(TelemetrySchema, {}),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 
@@ -206,5 +221,6 @@ export type LlmConfig = Omit<v.InferOutput<typeof LlmSchema>, 'backends'> & {
 };
 export type DaemonConfig = v.InferOutput<typeof DaemonSchema>;
 export type WorkerConfig = v.InferOutput<typeof WorkerSchema>;
+export type TelemetryConfig = v.InferOutput<typeof TelemetrySchema>;
 export type ModelProfile = v.InferOutput<typeof ModelProfileSchema>;
 export type ThinkLevel = v.InferOutput<typeof ThinkLevelSchema>;

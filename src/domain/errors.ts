@@ -22,6 +22,7 @@ export const FABRIC_ERROR_CODES = [
   'workspace_busy',
   'queue_unavailable',
   'workspace_too_large',
+  'telemetry_export_failed',
   'internal',
 ] as const;
 

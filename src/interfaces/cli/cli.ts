@@ -66,6 +66,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'take runs queued in Postgres and run them, on any host with the DSN (docs/queue.md)',
     run: async (argv, io) => (await import('./commands/worker.ts')).workerCommand(argv, io),
   },
+  otel: {
+    summary: "send finished runs' OpenTelemetry traces to an OTLP receiver (`fabric otel export RUN`)",
+    run: async (argv, io) => (await import('./commands/otel.ts')).otelCommand(argv, io),
+  },
   workers: {
     summary: "list the queue's workers: host, specialists, runs in progress, last heartbeat",
     run: async (argv, io) => (await import('./commands/workers.ts')).workersCommand(argv, io),

@@ -34,6 +34,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'workspace_busy':
     // The runlog could not be written (a full disk): the run stopped where its record did.
     case 'runlog_unwritable':
+    // `fabric otel export`: the OTLP receiver did not take the spans.
+    case 'telemetry_export_failed':
     case 'internal':
       return EXIT.runFailed;
   }

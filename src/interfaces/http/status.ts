@@ -30,6 +30,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
       return 422;
     case 'backend_error':
     case 'context_overflow':
+    case 'telemetry_export_failed':
       return 502;
     case 'queue_unavailable':
     case 'backend_unavailable':
