@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import process from 'node:process';
-import type { BackendProbe, ModelCatalog } from '../application/ports.ts';
+import type { BackendProbe, CatalogModel, ChatClient, ModelCatalog } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
@@ -186,6 +186,11 @@ export class Fabric {
     flagModel: string | undefined,
   ): ModelChoice {
     return this.#runs.chooseFrom(probes, specialist, flagModel);
+  }
+
+  /** A client for this model's own server, without failover: what a probe measures (SPEC §20). */
+  modelClientFor(model: CatalogModel, signal?: AbortSignal): Promise<ChatClient | undefined> {
+    return this.#llm.clientFor(model, signal);
   }
 
   /** The whole outputs runs kept of results cut to fit their window (the viewer shows them). */

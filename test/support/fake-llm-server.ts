@@ -7,6 +7,7 @@ import {
   ollamaCatalog,
   ollamaUnknownRoute,
 } from './fake-llm-catalog.ts';
+import { behave } from './fake-llm-behaviour.ts';
 import { findModel, jsonAnswer, loadedContextOf, ollamaRegistryName } from './fake-llm-models.ts';
 import { FakeModelLoads } from './fake-llm-loads.ts';
 import { prefillClock } from './fake-llm-prefill.ts';
@@ -161,6 +162,17 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       if (flavor === 'lm_studio') modelLoads.chat(model);
     }
     if (prefill !== undefined) await sleep(prefill.delayMs(body));
+    // A behaving model answers from the request itself, before any responder or script.
+    if (model?.behaviour !== undefined) {
+      const stream = api === 'native' ? request.stream !== false : request.stream === true;
+      const usage = request.stream_options as { include_usage?: unknown } | undefined;
+      return renderTurn(api, behave(model, body), {
+        model: flavor === 'lm_studio' ? model.id : requested,
+        stream,
+        includeUsage: usage?.include_usage === true,
+        promptTokens: estimatePromptTokens(body),
+      });
+    }
     // A responder answers from the request itself (which model, which task, how far the
     // conversation is), so concurrent runs cannot take each other's turns.
     const responded = options.respond?.({

@@ -29,6 +29,12 @@ export interface FakeModel {
   enforceWindow?: boolean | number;
   /** LM Studio v1's loaded_instances[].config.parallel: the requests it serves at once (default 4). */
   parallel?: number;
+  /** Answer every chat request from the request itself, not the script (fake-llm-behaviour.ts). */
+  behaviour?: import('./fake-llm-behaviour.ts').FakeBehaviour;
+  /** The dialect a `dialect` model writes its calls in; default 'hermes'. */
+  dialect?: import('./fake-llm-behaviour.ts').FakeDialect;
+  /** A behaving model waits this long before it answers (a slow model). */
+  slowMs?: number;
 }
 
 /** One load of a model: through the REST API, or JIT on a chat request. */

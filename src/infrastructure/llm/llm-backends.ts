@@ -1,6 +1,6 @@
 import type { LoadResult } from '../../application/models/run-window.ts';
 import { loadLmStudioModel, unloadLmStudioModel } from './lmstudio/lmstudio-load.ts';
-import type { BackendProbe, ChatClient, ModelCatalog } from '../../application/ports.ts';
+import type { BackendProbe, CatalogModel, ChatClient, ModelCatalog } from '../../application/ports.ts';
 import {
   type ModelChoice,
   type ResolveOptions,
@@ -140,6 +140,13 @@ export class LlmBackends {
     }
     if (unloaded.length > 0) this.catalog.invalidate();
     return unloaded;
+  }
+
+  /** The client of the backend that lists this model, alone (no failover): what a probe measures (SPEC §20). */
+  async clientFor(model: CatalogModel, signal?: AbortSignal): Promise<ChatClient | undefined> {
+    this.#probes = await this.catalog.probe(signal);
+    const owner = { backend: model.backend, baseUrl: model.baseUrl } as BackendProbe;
+    return this.#sources.find((source) => source.owns(owner))?.client;
   }
 
   /**

@@ -11,6 +11,8 @@ import { styleFor } from '../style.ts';
 import { plural } from '../../../domain/words.ts';
 
 export const MODELS_HELP = `Usage: fabric models [options]
+       fabric models probe [MODEL…] [--json] [--report DIR]   measure models, keep their cards
+       fabric models show MODEL                               print a model's card
 
 Asks every configured backend (each LM Studio server, Ollama) what it has and lists every model:
 type, tool support, loaded state, context length (loaded / trained) and size. Marks the model a
@@ -32,6 +34,8 @@ Example:
 
 /** `fabric models`. */
 export async function modelsCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  if (argv[0] === 'probe') return (await import('./models-probe.ts')).modelsProbeCommand(argv.slice(1), io);
+  if (argv[0] === 'show') return (await import('./models-show.ts')).modelsShowCommand(argv.slice(1), io);
   const { values } = parseCommandArgs('models', argv, {
     specialist: { type: 'string', short: 's' },
     model: { type: 'string', short: 'm' },
