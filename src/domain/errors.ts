@@ -14,6 +14,7 @@ export const FABRIC_ERROR_CODES = [
   'run_stuck',
   'run_cancelled',
   'run_not_found',
+  'run_not_resumable',
   'runlog_corrupt',
   'tool_failed',
   'sandbox_violation',
