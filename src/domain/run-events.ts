@@ -219,7 +219,8 @@ export interface RunEventBodies {
   };
   /**
    * The run goes on in another process (SPEC §18): after the line `from_seq`, which ended it
-   * `previous_status`. `drift` names the paths a person changed since the last `step_end`;
+   * `previous_status`. `drift` names the paths changed since the last `step_end` (a person's
+   * edits, or, with an effect in flight, maybe its own);
    * `in_flight` what was found unfinished and what was done about it.
    */
   run_resumed: {

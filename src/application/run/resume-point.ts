@@ -111,7 +111,9 @@ export async function resumeFrom(input: ResumeInput): Promise<Resumed> {
     }
   }
   // A person's edits are told once, after every call has its answer (roles must pair).
-  if (drift.paths.length > 0 && !told) messages.push({ role: 'user', content: driftNote(drift.paths) });
+  const effects = plans.some((plan) => plan.inFlight !== undefined && plan.inFlight.effect !== 'read');
+  if (drift.paths.length > 0 && !told)
+    messages.push({ role: 'user', content: driftNote(drift.paths, effects) });
   if (input.from.previousStatus === 'max_steps' && !plans.some((plan) => plan.action === 'continue'))
     messages.push({ role: 'user', content: moreSteps(input.maxSteps) });
   return {
@@ -188,8 +190,10 @@ async function driftOf(
   return { known: true, paths: now === before ? [] : await fingerprint.changed(before, now) };
 }
 
-function driftNote(paths: readonly string[]): string {
-  return `While this run was stopped, files of the workspace were changed by someone else: ${paths.join(', ')}. Read them again before you rely on what you saw of them.`;
+/** The changed paths, said to the model: a person's edits, or (with effects in flight) maybe theirs. */
+function driftNote(paths: readonly string[], effects: boolean): string {
+  const who = effects ? 'by the calls that were in flight or by someone else' : 'by someone else';
+  return `While this run was stopped, files of the workspace were changed ${who}: ${paths.join(', ')}. Read them again before you rely on what you saw of them.`;
 }
 
 function moreSteps(maxSteps: number): string {
