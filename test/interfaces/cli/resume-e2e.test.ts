@@ -138,4 +138,53 @@ describe('fabric resume after the run was killed', () => {
     // Refused before anything was written: the live run's log has no run_resumed.
     expect((await events(live)).map((event) => event.kind)).not.toContain('run_resumed');
   });
+
+  it('gives a run that used its steps N more with --max-steps, and takes its last run_end as its outcome', async () => {
+    sandbox = await makeSandbox();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: CONVERSION_SCRIPT,
+    });
+    const env = testEnv(sandbox, llm.url);
+    const first = await runFabricInProcess(
+      [
+        'run',
+        '--config',
+        sandbox.configPath,
+        '-s',
+        'units',
+        '--max-steps',
+        '1',
+        '--json',
+        'Convert 3 km to miles',
+      ],
+      { env, cwd: sandbox.dir },
+    );
+    expect(first.exitCode, first.stderr).toBe(3);
+    const runId = (JSON.parse(first.stdout) as RunResult).run_id;
+
+    const without = await resume([runId], env);
+    expect(without.exitCode).toBe(2);
+    expect(without.stderr).toContain('Give it more with --max-steps N');
+
+    const out = await resume([runId, '--max-steps', '3', '--json'], env);
+    expect(out.exitCode, out.stderr).toBe(0);
+    expect(JSON.parse(out.stdout)).toMatchObject({ run_id: runId, status: 'succeeded' });
+    const ends = (await events(runId)).filter((event) => event.kind === 'run_end');
+    expect(ends.map((event) => event.kind === 'run_end' && event.status)).toEqual(['max_steps', 'succeeded']);
+    // The request after the resume carries the one before it whole, and the model is told it may go on.
+    expect(llm.chatRequests()).toHaveLength(3);
+    const before = JSON.parse(sent(1)) as { messages: { role: string; content: string }[] };
+    const after = JSON.parse(sent(2)) as { messages: { role: string; content: string }[] };
+    expect(JSON.stringify(after.messages.slice(0, before.messages.length))).toBe(
+      JSON.stringify(before.messages),
+    );
+    expect(after.messages.at(-1)?.content).toContain('The run was given more steps');
+    const listed = await runFabricInProcess(['runs', '--json', '--config', sandbox.configPath], {
+      env,
+      cwd: sandbox.dir,
+    });
+    expect(JSON.parse(listed.stdout)).toMatchObject({ runs: [{ run_id: runId, status: 'succeeded' }] });
+  });
 });

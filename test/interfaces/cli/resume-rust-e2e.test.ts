@@ -1,4 +1,4 @@
-import { readFile, readdir, truncate, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
@@ -180,5 +180,51 @@ describe('fabric resume of a rust run killed mid-step', () => {
       expect.objectContaining(applied ? { resumed: 'verified' } : { tool: 'edit_file' }),
     ]);
     if (!applied) expect(settled[0]).not.toHaveProperty('resumed');
+  });
+
+  it('tells the model which files a person changed while the run was stopped, and records them', async () => {
+    const { workspace, env } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
+    const runId = await killWhen(workspace, env, () => (llm?.chatRequests().length ?? 0) === 2);
+    const geometry = join(workspace, 'src/geometry.rs');
+    await writeFile(geometry, `${await readFile(geometry, 'utf8')}\n// a person was here\n`);
+
+    expect(await resume(runId, env)).toMatchObject({ run_id: runId, status: 'succeeded' });
+    const log = await events(runId);
+    expect(log.find((event) => event.kind === 'run_resumed')).toMatchObject({
+      drift: ['src/geometry.rs'],
+      in_flight: [],
+      turn_asked_again: true,
+    });
+    const before = messagesOf(1);
+    const after = messagesOf(2);
+    expect(JSON.stringify(after.slice(0, before.length))).toBe(JSON.stringify(before));
+    expect(after.at(-1)).toMatchObject({ role: 'user' });
+    expect(after.at(-1)?.content).toContain('changed by someone else: src/geometry.rs');
+  });
+
+  it('refuses a run whose config changed unless --force, and one whose workspace is gone', async () => {
+    const { workspace, env } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
+    const runId = await killWhen(workspace, env, () => (llm?.chatRequests().length ?? 0) === 2);
+    if (!sandbox) throw new Error('no sandbox');
+    const box = sandbox;
+    const config = await readFile(box.configPath, 'utf8');
+    await writeFile(box.configPath, `${config}loop:\n  max_steps: 12\n`);
+    const changed = await runFabricInProcess(['resume', runId, '--config', box.configPath], {
+      env,
+      cwd: box.dir,
+    });
+    expect(changed.exitCode).toBe(2);
+    expect(changed.stderr).toContain('the config changed since it started');
+    expect(changed.stderr).toContain('--force');
+    expect((await events(runId)).map((event) => event.kind)).not.toContain('run_resumed');
+
+    await rm(workspace, { recursive: true, force: true });
+    const gone = await runFabricInProcess(['resume', runId, '--force', '--config', box.configPath], {
+      env,
+      cwd: box.dir,
+    });
+    expect(gone.exitCode).toBe(2);
+    expect(gone.stderr).toContain(`its workspace ${workspace} is gone`);
+    expect((await events(runId)).map((event) => event.kind)).not.toContain('run_resumed');
   });
 });
