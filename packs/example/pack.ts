@@ -31,6 +31,8 @@ const convert = defineTool({
     from: v.pipe(v.string(), v.description('unit of the value')),
     to: v.pipe(v.string(), v.description('unit to convert to')),
   }),
+  // It changes nothing: a resumed run may call it again (docs/packs.md, effect classes).
+  effect: 'read',
   run: async ({ value, from, to }) => {
     const a = from.toLowerCase();
     const b = to.toLowerCase();

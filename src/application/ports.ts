@@ -3,6 +3,7 @@
  * interfaces (CLI, HTTP, MCP) build the adapters and inject them. Nothing here does I/O.
  */
 import type { ChatMessage, JsonSchema, ToolCall, ToolSpec, Usage } from '../domain/messages.ts';
+import type { EffectClass } from '../domain/effects.ts';
 import type { RunEvent, RunEventInput } from '../domain/run-events.ts';
 import type { SpecialistConfig, ThinkLevel } from '../config/schema.ts';
 
@@ -165,8 +166,33 @@ export interface ToolOutput {
 /** A tool of a pack. `validate` checks parsed JSON arguments; `run` throws `ToolError` to report failure. */
 export interface Tool {
   readonly spec: ToolSpec;
+  /**
+   * What running it does (SPEC §18): one class, or one per call (a command tool whose allowlisted
+   * `cargo` commands are idempotent and the rest external). Undeclared: `external`.
+   */
+  readonly effect?: EffectClass | ((args: unknown) => EffectClass);
   validate(args: unknown): Validation<unknown>;
   run(args: unknown, context: ToolContext): Promise<string | ToolOutput>;
+}
+
+/** Whether a `transform` call that started before its process died changed the workspace. */
+export type AppliedCheck = 'applied' | 'not_applied' | 'unknown';
+
+/** A `transform` tool that can tell from the workspace whether a call of it took effect (SPEC §18). */
+export interface CheckedTransform {
+  checkApplied(args: unknown): Promise<AppliedCheck>;
+}
+
+/** True when a tool can check a call of it against the workspace. */
+export function canCheckApplied(tool: Tool): tool is Tool & CheckedTransform {
+  return typeof (tool as Partial<CheckedTransform>).checkApplied === 'function';
+}
+
+/** A tool's effect class for one call's (validated) arguments. */
+export function effectOf(tool: Tool, args: unknown): EffectClass {
+  const effect = tool.effect;
+  if (effect === undefined) return 'external';
+  return typeof effect === 'function' ? effect(args) : effect;
 }
 
 /** The pack's output format: the `finish_task` schema. */
@@ -268,6 +294,20 @@ export interface RunLogStore {
   read(ref: string): Promise<RunLogContents>;
   /** Run ids, newest first. */
   list(): Promise<readonly string[]>;
+}
+
+/** A store whose runlogs a resumed run goes on appending to (SPEC §18). */
+export interface ResumableRunLogs {
+  /**
+   * Opens an existing run's runlog to append after its last whole line (a torn last line left by
+   * a killed process is dropped first); `seq` goes on from there.
+   */
+  reopen(runId: string): Promise<RunLog>;
+}
+
+/** True when a store can reopen a runlog. */
+export function canReopen(store: RunLogStore): store is RunLogStore & ResumableRunLogs {
+  return typeof (store as Partial<ResumableRunLogs>).reopen === 'function';
 }
 
 /** Sees every event as it is written, and the model's text as it streams. Must not throw. */

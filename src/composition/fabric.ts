@@ -3,7 +3,7 @@
  * adapters from the config and injects them into the application.
  */
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import process from 'node:process';
 import type { BackendProbe, CatalogModel, ChatClient, ModelCatalog } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
@@ -12,6 +12,8 @@ import { RequestLimiter } from '../application/run/request-limiter.ts';
 import type { RunRequest } from '../application/run/run-request.ts';
 import type { KeptOutputs } from '../application/run/output-budget.ts';
 import { RunStarter } from '../application/run/start-run.ts';
+import { type ResumeRequest, resumeRun } from '../application/run/resume-run.ts';
+import { GitFingerprint } from '../infrastructure/workspace/git-fingerprint.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
@@ -160,6 +162,9 @@ export class Fabric {
       limiter: this.limiter,
       clock: systemClock,
       owner: RUN_OWNER,
+      // The run's own git directory beside its runlog; the runs directory is never part of it.
+      fingerprints: (workspace, runId) =>
+        new GitFingerprint(workspace, join(config.runs_dir, runId, 'fingerprint.git'), [config.runs_dir]),
       settings: {
         aliases: config.llm.models,
         maxSteps: config.loop.max_steps,
@@ -354,6 +359,23 @@ export class Fabric {
       );
     this.#inflight.add(traced);
     traced.then(() => this.#inflight.delete(traced));
+  }
+
+  /**
+   * Goes on with a run its process left (SPEC §18), under the same run id; refusals are thrown
+   * (`run_not_resumable`, with the reason and the fix) before anything is written.
+   */
+  resume(request: ResumeRequest, liveness: ProcessLiveness = new LocalProcessLiveness()): Promise<RunResult> {
+    return resumeRun(
+      {
+        runLogStore: this.runLogStore,
+        liveness,
+        run: (run) => this.run(run),
+        configDigest: this.config.digest,
+        profiles: this.config.profiles,
+      },
+      request,
+    );
   }
 
   /**

@@ -15,6 +15,7 @@ export const FABRIC_ERROR_CODES = [
   'model_output_unparseable',
   'run_cancelled',
   'run_not_found',
+  'run_not_resumable',
   'runlog_corrupt',
   'runlog_unwritable',
   'tool_failed',

@@ -1,3 +1,4 @@
+import type { EffectClass } from './effects.ts';
 import type { RunStatus } from './run-result.ts';
 
 /** Version of the runlog line format. Readers accept every earlier version. */
@@ -163,6 +164,18 @@ export interface RunEventBodies {
     tool: string;
     arguments: string;
   };
+  /**
+   * A tool with an effect is about to run (SPEC §18), on disk before it does: a run resumed after
+   * its process died knows the call started, and by its class what to do about it.
+   */
+  tool_started: {
+    step: number;
+    call_id: string;
+    tool: string;
+    /** `sha256:` and the hex digest of the arguments as the model wrote them. */
+    args_digest: string;
+    effect: EffectClass;
+  };
   tool_result: {
     step: number;
     call_id: string;
@@ -179,6 +192,12 @@ export interface RunEventBodies {
      * tail, and the whole output (`chars` long) is kept at `location` for `read_output`.
      */
     kept?: { chars: number; location: string };
+    /**
+     * A resumed run settled a call its previous process started and never answered (SPEC §18):
+     * `verified` — a transform found already applied; `unknown` — an external call (or a transform
+     * the workspace could not tell) that may or may not have taken effect, not run again.
+     */
+    resumed?: 'verified' | 'unknown';
   };
   tool_error: {
     step: number;
@@ -202,6 +221,40 @@ export interface RunEventBodies {
     call_id: string;
     reason: 'invalid_payload' | 'gate_failed';
     message: string;
+  };
+  /**
+   * A step ended (SPEC §18): the workspace as it is now (a git tree id of its tracked and
+   * untracked, not ignored files, the runs directory left out; absent without a workspace or when
+   * it could not be taken) and the prompt tokens the server served from its cache this step.
+   */
+  step_end: {
+    step: number;
+    fingerprint?: string;
+    cached_tokens?: number;
+  };
+  /**
+   * The run goes on in another process (SPEC §18): after the line `from_seq`, which ended it
+   * `previous_status`. `drift` names the paths changed since the last `step_end` (a person's
+   * edits, or, with an effect in flight, maybe its own);
+   * `in_flight` what was found unfinished and what was done about it.
+   */
+  run_resumed: {
+    from_seq: number;
+    previous_status: RunStatus;
+    pid?: number;
+    host?: string;
+    max_steps: number;
+    backend: string;
+    forced: boolean;
+    drift: string[];
+    in_flight: {
+      call_id: string;
+      tool: string;
+      effect: EffectClass;
+      action: 'rerun' | 'verified' | 'unknown';
+    }[];
+    /** A model turn was being answered when the process stopped: it is asked again. */
+    turn_asked_again: boolean;
   };
   run_end: {
     status: RunStatus;

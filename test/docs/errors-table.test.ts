@@ -17,6 +17,7 @@ import { createApp } from '../../src/interfaces/http/app.ts';
 import { httpStatusFor } from '../../src/interfaces/http/status.ts';
 import { closedPort, createTestDatabase } from '../infrastructure/control/pg-test-db.ts';
 import { makeFabric } from '../interfaces/http/http-harness.ts';
+import { succeededRun, writeRunlog } from '../infrastructure/control/fixtures.ts';
 import {
   EXAMPLE_PACK,
   ROOT,
@@ -149,6 +150,7 @@ describe('docs/errors.md, code by code', () => {
       stringify({ specialists: { units: { max_steps: 'many' } } }),
     );
     await writeFile(join(sandbox.dir, 'not-a-runlog.jsonl'), 'this is not JSON\n');
+    await writeRunlog(sandbox.runsDir, 'done-run', '2026-01-01T00:00:00Z', succeededRun());
     await mkdir(join(sandbox.runsDir, 'torn-run'), { recursive: true });
     await writeFile(join(sandbox.runsDir, 'torn-run', 'runlog.jsonl'), 'garbage\nmore garbage\n');
     await mkdir(join(sandbox.dir, 'busy'));
@@ -228,6 +230,9 @@ describe('docs/errors.md, code by code', () => {
     run_not_found: async () => [
       await cli(['runs', 'show', 'no-such-run', '--json', '--config', sandbox.configPath]),
       await http(app, '/v1/runs/no-such-run'),
+    ],
+    run_not_resumable: async () => [
+      await cli(['resume', 'done-run', '--json', '--config', sandbox.configPath]),
     ],
     runlog_corrupt: async () => [
       await cli([

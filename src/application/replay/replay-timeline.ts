@@ -171,8 +171,20 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
       return { tone: 'warn', text: `plain-text answer taken as the result: ${preview(event.content)}` };
     case 'tool_call':
       return { tone: 'call', text: `→ ${event.tool} ${preview(event.arguments)}` };
+    case 'tool_started':
+      return { tone: 'dim', text: `▸ ${event.tool} started (${event.effect})` };
     case 'tool_result':
-      return { tone: 'ok', text: `✓ ${preview(event.result)}` };
+      return {
+        tone: event.resumed === 'unknown' ? 'warn' : 'ok',
+        text: `${event.resumed === 'unknown' ? '?' : '✓'} ${preview(event.result)}`,
+      };
+    case 'step_end':
+      return {
+        tone: 'dim',
+        text: `step ${event.step} ended${event.cached_tokens === undefined ? '' : ` · ${plural(event.cached_tokens, 'cached token')}`}`,
+      };
+    case 'run_resumed':
+      return { tone: 'info', text: `↺ ${describeResumed(event)}` };
     case 'tool_error':
       return { tone: 'error', text: `✗ ${event.tool} ${event.reason}: ${preview(event.error)}` };
     case 'security_event':
@@ -188,6 +200,18 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
       };
     }
   }
+}
+
+/** What a `run_resumed` line says, in one line: where it stopped, what drifted, what was settled. */
+export function describeResumed(event: Extract<RunEvent, { kind: 'run_resumed' }>): string {
+  const drift =
+    event.drift.length === 0
+      ? ''
+      : ` · ${plural(event.drift.length, 'path')} changed: ${preview(event.drift.join(', '), 80)}`;
+  const settled = event.in_flight.map((call) => `${call.tool} ${call.action}`).join(', ');
+  return `resumed after ${event.previous_status} (line ${event.from_seq})${event.pid === undefined ? '' : ` by process ${event.pid}`}${
+    event.turn_asked_again ? ' · the unanswered turn is asked again' : ''
+  }${settled === '' ? '' : ` · in flight: ${settled}`}${drift}${event.forced ? ' · forced' : ''}`;
 }
 
 /** One line of at most `max` characters. */

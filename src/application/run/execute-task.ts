@@ -1,84 +1,19 @@
 import { FabricError, errorMessage } from '../../domain/errors.ts';
-import { type ToolSpec, type Usage, ZERO_USAGE, addUsage } from '../../domain/messages.ts';
+import { type Usage, ZERO_USAGE, addUsage } from '../../domain/messages.ts';
 import { type RunResult, type RunStatus, isRunInterruption } from '../../domain/run-result.ts';
 import type { Conversation } from './model-turn.ts';
-import type { ModelProfile } from '../../config/schema.ts';
-import type {
-  ChatClient,
-  Clock,
-  RunLogStore,
-  RunObserver,
-  SpecialistPack,
-  Tool,
-  TurnSettings,
-} from '../ports.ts';
-import type { RunOwner } from '../runs/liveness-ports.ts';
+import { type RunLog, type RunLogStore, type Tool, canReopen } from '../ports.ts';
 import { newRunId } from './run-id.ts';
 import { RunRecorder } from './run-recorder.ts';
 import { type StepOutcome, runStep } from './step.ts';
 import { type StuckPattern, StuckWatch, describeStuck, stuckMessage } from './stuck-watch.ts';
-import { estimateTokens } from './compaction.ts';
 import { keepInWindow } from './window-keeper.ts';
-import {
-  CHARS_PER_TOKEN,
-  type KeptOutputs,
-  MAX_RESULT_CHARS,
-  type WindowPlan,
-  planWindow,
-  replyRoomFor,
-} from './output-budget.ts';
-import { READ_OUTPUT_SPEC, READ_OUTPUT_TOOL, readOutputTool } from './read-output-tool.ts';
-import { FINISH_TOOL, type ResultBudget } from './tool-dispatch.ts';
+import { READ_OUTPUT_TOOL } from './read-output-tool.ts';
+import type { ExecuteTaskInput } from './execute-task-input.ts';
+import { finishSpec, recordStart, resultPaging, usageFields, windowPlanOf } from './run-setup.ts';
+import { resumeFrom } from './resume-point.ts';
 
-/** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
-export interface ExecuteTaskInput {
-  readonly specialist: string;
-  readonly task: string;
-  readonly pack: SpecialistPack;
-  readonly chat: ChatClient;
-  readonly model: { readonly id: string; readonly backend: string; readonly reason?: string };
-  readonly runLogStore: RunLogStore;
-  readonly observers?: readonly RunObserver[];
-  readonly limits: {
-    readonly maxSteps: number;
-    readonly budgetMs: number;
-    readonly recoverTextToolCalls: boolean;
-    /** The same call answered the same this many times in a row makes a run stuck (default 4). */
-    readonly stuckRepeats?: number;
-  };
-  readonly workspace: string | null;
-  readonly configDigest: string;
-  readonly fabricVersion: string;
-  readonly clock: Clock;
-  readonly signal: AbortSignal;
-  readonly runId?: string;
-  /**
-   * The process running the loop, recorded in `run_start` so readers can tell a run in progress
-   * from one whose process died (SPEC §6). The composition root passes its pid and host name.
-   */
-  readonly owner?: RunOwner;
-  /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
-  readonly tags?: Readonly<Record<string, string>>;
-  /** The model's profile and the settings each request is sent with (SPEC §16). */
-  readonly profile?: RunProfile;
-  /** The model's context window in tokens, when known: tool results are budgeted to it (SPEC §17). */
-  readonly windowTokens?: number;
-  /** How the window came to be, when a reader should know (loaded now, less than asked for). */
-  readonly windowNote?: string;
-  /** Where whole outputs of cut results are kept; without it a large result is only cut. */
-  readonly outputs?: KeptOutputs;
-}
-
-/** A run's model profile as the loop uses it. */
-export interface RunProfile {
-  readonly matched: readonly string[];
-  readonly source?: string;
-  readonly settings: ModelProfile;
-  /** What each request asks of the server. */
-  readonly turn: TurnSettings;
-  /** Whether the model's reasoning goes back with its turns. */
-  readonly passReasoningBack: boolean;
-}
+export type { ExecuteTaskInput, RunProfile } from './execute-task-input.ts';
 
 const FINAL_TURN_GRACE_MS = 120_000;
 
@@ -89,20 +24,24 @@ const FINAL_TURN_GRACE_MS = 120_000;
  */
 export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   const runId = input.runId ?? newRunId(input.clock);
-  const log = await input.runLogStore.create(runId);
+  const log = await openLog(input.runLogStore, runId, input.resume !== undefined);
   const recorder = new RunRecorder(log, input.observers ?? []);
   const started = Date.now();
-  const state: RunState = { steps: 0, usage: ZERO_USAGE as Usage, last: undefined };
+  const state: RunState = { steps: 0, usage: ZERO_USAGE as Usage, last: undefined, cached: undefined };
   let status: RunStatus = 'failed';
   let payload: Record<string, unknown> | null = null;
   let failure: { code: string; message: string } | null = null;
   const budget = AbortSignal.timeout(input.limits.budgetMs);
   const signal = AbortSignal.any([input.signal, budget]);
   try {
-    await recordStart(recorder, input);
+    if (input.resume === undefined) {
+      await recordStart(recorder, input);
+      // The workspace as the run found it: what the first step's effects are told against.
+      await endStep(recorder, input, state);
+    }
     await input.pack.open(input.signal);
     const tools = input.pack.tools();
-    const conversation: Conversation = {
+    let conversation: Conversation = {
       messages: [
         { role: 'system', content: input.pack.systemPrompt },
         { role: 'user', content: input.task },
@@ -114,17 +53,41 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     const paging = resultPaging(input, runId, plan);
     let specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
     /** Once a result was cut, read_output is offered (a change of the tool list, once). */
-    const offerPaging = () => {
-      if (!paging.cut() || paging.tool === undefined || toolMap.has(READ_OUTPUT_TOOL)) return;
+    const offerPaging = (offered = false) => {
+      if ((!offered && !paging.cut()) || paging.tool === undefined || toolMap.has(READ_OUTPUT_TOOL)) return;
       toolMap.set(READ_OUTPUT_TOOL, paging.tool);
       specs = [...tools.map((tool) => tool.spec), paging.tool.spec, finishSpec(input.pack)];
     };
     let outcome: StepOutcome = { kind: 'continue' };
+    if (input.resume !== undefined) {
+      // The same run goes on (SPEC §18): the conversation as last sent, what was in flight settled.
+      const resumed = await resumeFrom({
+        from: input.resume,
+        recorder,
+        tools: toolMap,
+        pack: input.pack,
+        fingerprint: input.fingerprint,
+        owner: input.owner,
+        maxSteps: input.limits.maxSteps,
+        backend: input.model.backend,
+        runId,
+        signal,
+        budget: paging.budget,
+      });
+      conversation = resumed.conversation;
+      Object.assign(state, { steps: resumed.steps, usage: resumed.usage, last: resumed.last });
+      offerPaging(resumed.offerPaging);
+      if (resumed.payload !== undefined)
+        outcome = { kind: 'finished', payload: resumed.payload, via: 'finish_task' };
+      // The workspace as the resume left it: a later resume tells only what changed after.
+      await endStep(recorder, input, state);
+    }
     const watch = new StuckWatch(input.limits.stuckRepeats);
     let warned = false;
     let stuck: StuckPattern | null = null;
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
       state.steps += 1;
+      state.cached = undefined;
       if (plan !== undefined && state.steps > 1)
         state.last = await keepInWindow({
           window: plan.windowTokens,
@@ -150,6 +113,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         signal,
       });
       offerPaging();
+      await endStep(recorder, input, state);
       const seen = outcome.kind === 'continue' ? watch.observe(outcome.answered ?? []) : null;
       if (seen === null) continue;
       await recorder.record({
@@ -285,93 +249,32 @@ function stepInput(
       state.usage = addUsage(state.usage, usage);
       // What the server counted for this request, and how much of the conversation it held.
       state.last = { promptTokens: usage.promptTokens, sentCount: conversation.sentCount };
+      if (usage.cachedTokens !== undefined) state.cached = (state.cached ?? 0) + usage.cachedTokens;
     },
   };
 }
 
-async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Promise<void> {
-  await recorder.record({
-    kind: 'run_start',
-    specialist: input.specialist,
-    task: input.task,
-    model: input.model.id,
-    backend: input.model.backend,
-    ...(input.model.reason === undefined ? {} : { model_reason: input.model.reason }),
-    workspace: input.workspace,
-    config_digest: input.configDigest,
-    fabric_version: input.fabricVersion,
-    max_steps: input.limits.maxSteps,
-    budget_s: Math.round(input.limits.budgetMs / 1000),
-    ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
-    ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
-    ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
-    ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
-    ...(input.profile === undefined
-      ? {}
-      : {
-          profile: {
-            matched: [...input.profile.matched],
-            ...(input.profile.source === undefined ? {} : { source: input.profile.source }),
-            settings: { ...input.profile.settings },
-            ...(input.profile.turn.think === undefined ? {} : { think_sent: input.profile.turn.think }),
-          },
-        }),
-  });
-}
-
-function finishSpec(pack: SpecialistPack): ToolSpec {
-  return { name: FINISH_TOOL, description: pack.finish.description, parameters: pack.finish.parameters };
-}
-
-function usageFields(usage: Usage) {
-  return {
-    prompt_tokens: usage.promptTokens,
-    completion_tokens: usage.completionTokens,
-    total_tokens: usage.totalTokens,
-  };
+/** A new runlog, or a resumed run's own, appended to after its last whole line (SPEC §18). */
+function openLog(store: RunLogStore, runId: string, resume: boolean): Promise<RunLog> {
+  if (!resume) return store.create(runId);
+  if (!canReopen(store))
+    throw new FabricError('internal', `This runlog store cannot reopen run ${runId} to resume it.`);
+  return store.reopen(runId);
 }
 
 /**
- * How the run uses its window, from what every request carries (the system prompt, the task, the
- * tools, read_output included, as it may be offered): `context_too_small` before any request
- * when even the minimum cannot fit (SPEC §17). Without a known window, the fixed bound.
+ * `step_end` (SPEC §18): the workspace as the step left it and the prompt tokens the server's
+ * cache served. A run without a workspace has nothing to fingerprint and records none.
  */
-function windowPlanOf(
-  input: ExecuteTaskInput,
-  conversation: Conversation,
-  tools: readonly Tool[],
-): WindowPlan | undefined {
-  const window = input.windowTokens;
-  if (window === undefined) return undefined;
-  const specs = [...tools.map((tool) => tool.spec), finishSpec(input.pack)];
-  if (input.outputs !== undefined) specs.push(READ_OUTPUT_SPEC);
-  const fixed = {
-    promptTokens: estimateTokens(conversation.messages),
-    toolsTokens: Math.ceil(JSON.stringify(specs).length / CHARS_PER_TOKEN),
-  };
-  return planWindow(window, fixed, replyRoomFor(window, input.profile?.settings.max_output_tokens));
-}
-
-/** A run's budget for tool results, and its paging tool once a result was kept (SPEC §17). */
-function resultPaging(input: ExecuteTaskInput, runId: string, plan: WindowPlan | undefined) {
-  const maxChars = plan?.resultChars ?? MAX_RESULT_CHARS;
-  const outputs = input.outputs;
-  let cut = false;
-  const budget: ResultBudget =
-    outputs === undefined
-      ? { maxChars }
-      : {
-          maxChars,
-          keep: (callId, text) => {
-            cut = true;
-            return outputs.keep(runId, callId, text);
-          },
-        };
-  return {
-    budget,
-    tool: outputs === undefined ? undefined : readOutputTool(outputs, runId, maxChars),
-    cut: () => cut,
-  };
+async function endStep(recorder: RunRecorder, input: ExecuteTaskInput, state: RunState): Promise<void> {
+  if (input.fingerprint === undefined) return;
+  const fingerprint = await input.fingerprint.take();
+  await recorder.record({
+    kind: 'step_end',
+    step: state.steps,
+    ...(fingerprint === null ? {} : { fingerprint }),
+    ...(state.cached === undefined ? {} : { cached_tokens: state.cached }),
+  });
 }
 
 /** The loop's running state. */
@@ -380,4 +283,6 @@ interface RunState {
   usage: Usage;
   /** The last request's prompt tokens, as the server counted them, and the messages it held. */
   last: { readonly promptTokens: number; readonly sentCount: number } | undefined;
+  /** The prompt tokens the server's cache served this step, when it said. */
+  cached: number | undefined;
 }

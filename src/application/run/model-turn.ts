@@ -186,3 +186,30 @@ export function toLogMessage(message: ChatMessage): Record<string, unknown> {
       return { role: 'tool', tool_call_id: message.toolCallId, name: message.name, content: message.content };
   }
 }
+
+/** A runlog message as the conversation held it: the inverse of `toLogMessage` (SPEC §18). */
+export function fromLogMessage(logged: unknown): ChatMessage {
+  const m = logged as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : '');
+  switch (m.role) {
+    case 'system':
+      return { role: 'system', content: text(m.content) };
+    case 'assistant': {
+      const calls = Array.isArray(m.tool_calls) ? (m.tool_calls as Record<string, unknown>[]) : [];
+      return {
+        role: 'assistant',
+        content: text(m.content),
+        ...(typeof m.reasoning === 'string' ? { reasoning: m.reasoning } : {}),
+        toolCalls: calls.map((call) => ({
+          id: text(call.id),
+          name: text(call.name),
+          arguments: text(call.arguments),
+        })),
+      };
+    }
+    case 'tool':
+      return { role: 'tool', toolCallId: text(m.tool_call_id), name: text(m.name), content: text(m.content) };
+    default:
+      return { role: 'user', content: text(m.content) };
+  }
+}

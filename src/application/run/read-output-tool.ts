@@ -47,6 +47,7 @@ export const READ_OUTPUT_SPEC: ToolSpec = {
 export function readOutputTool(outputs: KeptOutputs, runId: string, pageChars: number): Tool {
   return {
     spec: READ_OUTPUT_SPEC,
+    effect: 'read',
     validate,
     run: async (args) => {
       const { call_id: callId, offset } = args as ReadOutputArgs;

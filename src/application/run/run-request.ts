@@ -5,6 +5,7 @@
 import type { RunResult } from '../../domain/run-result.ts';
 import type { ModelChoice } from '../models/resolve-model.ts';
 import type { RunObserver } from '../ports.ts';
+import type { ResumeFrom } from './execute-task-input.ts';
 
 /** What a run request carries, from any interface. */
 export interface RunRequest {
@@ -30,6 +31,8 @@ export interface RunRequest {
   readonly waitForWorkspace?: boolean;
   /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
   readonly tags?: Readonly<Record<string, string>>;
+  /** Goes on with the run `runId` from its runlog instead of starting it (SPEC §18; `RunResumer`). */
+  readonly resume?: ResumeFrom;
 }
 
 /** Runs a task end to end; errors before the run starts (bad specialist, workspace, model) are thrown. */

@@ -15,6 +15,8 @@ import { type RunProfile, executeTask } from './execute-task.ts';
 import type { KeptOutputs } from './output-budget.ts';
 import { type RequestLimiter, limitRequests } from './request-limiter.ts';
 import type { RunRequest } from './run-request.ts';
+import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
+import { FabricError } from '../../domain/errors.ts';
 import { newRunId } from './run-id.ts';
 
 /** The configured specialists, as a run needs them. */
@@ -99,6 +101,8 @@ export interface StartRunDeps {
   /** This process, recorded in `run_start`: a run whose process is gone shows as interrupted (SPEC §6). */
   readonly owner: RunOwner;
   readonly settings: RunSettings;
+  /** The fingerprint of a run's workspace after each step (SPEC §18); none: no `step_end`. */
+  readonly fingerprints?: (workspace: string, runId: string) => WorkspaceFingerprint;
 }
 
 /** Starts runs: one instance per process, shared by every interface. */
@@ -180,6 +184,7 @@ export class RunStarter {
     const choice = await this.#choose(resolve, request.signal, request.onNotice ?? (() => {}));
     request.onModelChosen?.(choice);
     const pack = await deps.specialists.buildPack(request.specialist, request.workspace);
+    if (request.resume !== undefined) await samePack(pack, request);
     const profile = runProfileFor(choice.model, deps.settings.profiles);
     const target = profile.settings.context_length ?? deps.settings.contextLength;
     // Starts on the chosen backend; fails over to another backend with a suitable model.
@@ -283,6 +288,27 @@ export class RunStarter {
       ...(window.tokens === undefined ? {} : { windowTokens: window.tokens }),
       ...(window.note === undefined ? {} : { windowNote: window.note }),
       ...(this.#deps.outputs === undefined ? {} : { outputs: this.#deps.outputs }),
+      ...(workspace === undefined || this.#deps.fingerprints === undefined
+        ? {}
+        : { fingerprint: this.#deps.fingerprints(workspace, request.runId) }),
+      ...(request.resume === undefined ? {} : { resume: request.resume }),
     });
   }
+}
+
+/**
+ * A resumed run's pack must send what the run sent (SPEC §18): a system prompt that changed means
+ * the pack did, and the conversation would not be the one the model saw. `--force` goes on anyway.
+ */
+async function samePack(pack: SpecialistPack, request: RunRequest): Promise<void> {
+  const resume = request.resume;
+  if (resume === undefined || resume.forced) return;
+  const sent = resume.history.messages[0];
+  if (sent === undefined || sent.content === pack.systemPrompt) return;
+  await pack.close();
+  throw new FabricError(
+    'run_not_resumable',
+    `Run ${request.runId} cannot be resumed: the pack of specialist "${request.specialist}" changed since it started (its system prompt is not the one the run sent). Resume it with --force to go on with the new pack, or start a new run.`,
+    { details: { reason: 'pack_changed' } },
+  );
 }

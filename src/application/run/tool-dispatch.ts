@@ -1,13 +1,16 @@
 import { ToolError, errorMessage } from '../../domain/errors.ts';
 import type { ToolCall, ToolMessage } from '../../domain/messages.ts';
 import type { RunEventBodies } from '../../domain/run-events.ts';
+import { hasEffect } from '../../domain/effects.ts';
 import {
   type SpecialistPack,
   type Tool,
   type ToolContext,
   type ToolOutput,
+  effectOf,
   hasFinishGate,
 } from '../ports.ts';
+import { argumentsDigest } from './arguments-digest.ts';
 import { MAX_RESULT_CHARS, cutResult } from './output-budget.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
@@ -88,6 +91,17 @@ export async function dispatchToolCall(options: {
   const validation = tool.validate(parsed.value);
   if (!validation.ok)
     return fail('invalid_arguments', `Invalid arguments for ${call.name}: ${validation.message}.`);
+  const effect = effectOf(tool, validation.value);
+  // On disk before the effect: a run resumed after a kill knows this call started (SPEC §18).
+  if (hasEffect(effect))
+    await recorder.record({
+      kind: 'tool_started',
+      step: context.step,
+      call_id: call.id,
+      tool: call.name,
+      args_digest: await argumentsDigest(call.arguments),
+      effect,
+    });
   try {
     const output = await tool.run(validation.value, context);
     const whole = outputText(output);

@@ -49,6 +49,8 @@ export function summarizeRun(runId: string, events: readonly RunEvent[], check: 
   for (const event of events) {
     if (event.kind === 'run_start') start = event;
     else if (event.kind === 'run_end') end = event;
+    // Resumed after its run_end (SPEC §18): going again, and its last run_end will be the outcome.
+    else if (event.kind === 'run_resumed') end = undefined;
     else if (event.kind === 'llm_request') steps = Math.max(steps, event.step);
     else if (event.kind === 'llm_response') tokens += event.usage.total_tokens;
   }
@@ -84,8 +86,11 @@ export function runStatusWithoutEnd(
   const first = events[0];
   // No line at all: the process died between creating the runlog and its first write.
   if (first === undefined) return 'interrupted';
-  const startedAt = new Date(start?.ts ?? first.ts);
-  const owner = ownerOf(start);
+  // A resumed run belongs to the process that resumed it last (SPEC §18).
+  const resumed = events.findLast((event) => event.kind === 'run_resumed');
+  const owning = resumed?.kind === 'run_resumed' ? resumed : start;
+  const startedAt = new Date(owning?.ts ?? first.ts);
+  const owner = ownerOf(owning);
   const alive = owner === null ? 'unknown' : check.liveness.isOwnerAlive(owner, startedAt);
   if (alive !== 'unknown') return alive ? 'running' : 'interrupted';
   const budgetS =
@@ -95,7 +100,9 @@ export function runStatusWithoutEnd(
   return check.now.getTime() <= deadline ? 'running' : 'interrupted';
 }
 
-function ownerOf(start: Extract<RunEvent, { kind: 'run_start' }> | undefined): RunOwner | null {
+function ownerOf(
+  start: Extract<RunEvent, { kind: 'run_start' | 'run_resumed' }> | undefined,
+): RunOwner | null {
   if (start === undefined) return null;
   const { pid, host } = start;
   if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return null;

@@ -12,7 +12,12 @@ export interface GitOutput {
  * Runs git with an argv (never a shell) in `cwd`. execa is imported when git first runs, so a
  * command that never touches git does not load it.
  */
-export async function runGit(cwd: string, args: readonly string[]): Promise<GitOutput> {
+export async function runGit(
+  cwd: string,
+  args: readonly string[],
+  /** More environment (GIT_DIR, GIT_INDEX_FILE) for this command. */
+  env: Readonly<Record<string, string>> = {},
+): Promise<GitOutput> {
   const { execa } = await loadExeca();
   try {
     const result = await execa('git', [...args], {
@@ -20,7 +25,7 @@ export async function runGit(cwd: string, args: readonly string[]): Promise<GitO
       reject: false,
       stdin: 'ignore',
       // Hooks and editors must not wait for a terminal that is not there.
-      env: { GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: 'true' },
+      env: { GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: 'true', ...env },
     });
     if (result.failed && result.exitCode === undefined) {
       throw new FabricError(

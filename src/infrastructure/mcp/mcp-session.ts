@@ -29,6 +29,8 @@ export interface McpToolInfo {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: unknown;
+  /** The server's hints (MCP tool annotations): what calling the tool does. */
+  readonly annotations?: { readonly readOnlyHint?: boolean; readonly idempotentHint?: boolean };
 }
 
 type State = 'new' | 'open' | 'lost' | 'closed';
@@ -85,7 +87,12 @@ export class McpSession {
         timeout: this.#settings.connectTimeoutMs,
       });
       for (const tool of page.tools) {
-        tools.push({ name: tool.name, description: tool.description ?? '', inputSchema: tool.inputSchema });
+        tools.push({
+          name: tool.name,
+          description: tool.description ?? '',
+          inputSchema: tool.inputSchema,
+          ...(tool.annotations === undefined ? {} : { annotations: hintsOf(tool.annotations) }),
+        });
       }
       cursor = page.nextCursor;
     } while (cursor !== undefined && tools.length < 10_000);
@@ -176,4 +183,14 @@ export class McpSession {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref?.());
+}
+
+/** The annotations that say what a call does, kept only when the server set them to booleans. */
+function hintsOf(annotations: { readonly readOnlyHint?: unknown; readonly idempotentHint?: unknown }) {
+  return {
+    ...(typeof annotations.readOnlyHint === 'boolean' ? { readOnlyHint: annotations.readOnlyHint } : {}),
+    ...(typeof annotations.idempotentHint === 'boolean'
+      ? { idempotentHint: annotations.idempotentHint }
+      : {}),
+  };
 }

@@ -1,4 +1,5 @@
 import type { Tool, Validation } from '../../application/ports.ts';
+import type { EffectClass } from '../../domain/effects.ts';
 import type { McpSession, McpToolInfo } from './mcp-session.ts';
 import { mapToolResult } from './result-mapping.ts';
 import { toCompatibleToolSchema } from './schema-compat.ts';
@@ -31,6 +32,7 @@ export function mcpTool(session: McpSession, info: McpToolInfo, taken: Set<strin
         info.description === '' ? `${info.name} from MCP server "${session.server}".` : info.description,
       parameters,
     },
+    effect: mcpEffect(info),
     validate: (args): Validation<unknown> => {
       if (args === null || typeof args !== 'object' || Array.isArray(args)) {
         return { ok: false, message: 'the arguments must be a JSON object' };
@@ -57,4 +59,15 @@ function uniqueName(base: string, taken: Set<string>): string {
   }
   taken.add(name);
   return name;
+}
+
+/**
+ * A server's tool is `external` unless its annotations say otherwise (SPEC §18): `readOnlyHint`
+ * makes it `read`, `idempotentHint` `idempotent`. Hints are the server's word, as MCP says; a
+ * server that claims too much is trusted as any configured server is.
+ */
+export function mcpEffect(info: McpToolInfo): EffectClass {
+  if (info.annotations?.readOnlyHint === true) return 'read';
+  if (info.annotations?.idempotentHint === true) return 'idempotent';
+  return 'external';
 }

@@ -1,9 +1,15 @@
 import { Buffer } from 'node:buffer';
-import { ftruncateSync, writeSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { fdatasyncSync, ftruncateSync, writeSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, stat, truncate } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { Clock, RunLog, RunLogContents, RunLogStore } from '../../application/ports.ts';
+import type {
+  Clock,
+  ResumableRunLogs,
+  RunLog,
+  RunLogContents,
+  RunLogStore,
+} from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
 import { parseRunlog } from './parse-runlog.ts';
@@ -13,7 +19,7 @@ import { stampEvent } from './stamp.ts';
 export const RUNLOG_FILE = 'runlog.jsonl';
 
 /** `<runsDir>/<run_id>/runlog.jsonl`, append-only, one JSON object a line. */
-export class FileRunLogStore implements RunLogStore {
+export class FileRunLogStore implements RunLogStore, ResumableRunLogs {
   readonly runsDir: string;
   readonly #clock: Clock;
 
@@ -47,6 +53,21 @@ export class FileRunLogStore implements RunLogStore {
       throw unwritable(join(dir, RUNLOG_FILE), error);
     }
     return new FileRunLog(runId, join(dir, RUNLOG_FILE), handle, this.#clock);
+  }
+
+  async reopen(runId: string): Promise<RunLog> {
+    const path = this.pathOf(runId);
+    const text = await readFile(path, 'utf8').catch((error: unknown) => {
+      throw new FabricError('run_not_found', `Cannot read runlog ${path}: ${String(error)}`, {
+        cause: error,
+      });
+    });
+    const { events, torn } = parseRunlog(text, path);
+    // A torn last line (a killed process) is dropped, so the next line starts on a line of its own.
+    const whole = Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1), 'utf8');
+    if (torn) await truncate(path, whole);
+    const handle = await open(path, 'a');
+    return new FileRunLog(runId, path, handle, this.#clock, events.at(-1)?.seq ?? 0, whole);
   }
 
   async read(ref: string): Promise<RunLogContents> {
@@ -123,7 +144,16 @@ class FileRunLog implements RunLog {
   /** The first failed write: the lines after it would follow a torn one, so none are written. */
   #failure: FabricError | undefined;
 
-  constructor(runId: string, location: string, handle: FileHandle, clock: Clock) {
+  constructor(
+    runId: string,
+    location: string,
+    handle: FileHandle,
+    clock: Clock,
+    seq = 0,
+    size = 0,
+  ) {
+    this.#seq = seq;
+    this.#size = size;
     this.runId = runId;
     this.location = location;
     this.#handle = handle;
@@ -138,6 +168,9 @@ class FileRunLog implements RunLog {
     const stamped = stampEvent(event, this.runId, this.#seq, this.#clock);
     try {
       this.#size += writeLine(this.#handle.fd, `${JSON.stringify(stamped)}\n`);
+      // The marker of an effect is on disk before the effect (SPEC §18): a machine that loses
+      // power after an edit still has the line that says the edit started.
+      if (event.kind === 'tool_started') fdatasyncSync(this.#handle.fd);
     } catch (error) {
       // The part of the line that did get written goes: the runlog ends with its last whole
       // line, which every reader takes (SPEC §6). Truncating needs no free space.

@@ -1,11 +1,17 @@
-import type { Clock, RunLog, RunLogContents, RunLogStore } from '../../application/ports.ts';
+import type {
+  Clock,
+  ResumableRunLogs,
+  RunLog,
+  RunLogContents,
+  RunLogStore,
+} from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
 import { systemClock } from '../clock.ts';
 import { stampEvent } from './stamp.ts';
 
 /** Runlogs kept in memory: for tests and for callers that do not want files. */
-export class MemoryRunLogStore implements RunLogStore {
+export class MemoryRunLogStore implements RunLogStore, ResumableRunLogs {
   readonly #logs = new Map<string, RunEvent[]>();
   readonly #clock: Clock;
 
@@ -17,6 +23,16 @@ export class MemoryRunLogStore implements RunLogStore {
     if (this.#logs.has(runId)) throw new FabricError('internal', `Run ${runId} already has a runlog.`);
     const events: RunEvent[] = [];
     this.#logs.set(runId, events);
+    return this.#writer(runId, events);
+  }
+
+  async reopen(runId: string): Promise<RunLog> {
+    const events = this.#logs.get(runId);
+    if (!events) throw new FabricError('run_not_found', `No run ${runId}.`);
+    return this.#writer(runId, events);
+  }
+
+  #writer(runId: string, events: RunEvent[]): RunLog {
     const clock = this.#clock;
     let closed = false;
     return {

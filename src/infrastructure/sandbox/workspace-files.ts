@@ -108,6 +108,33 @@ export async function writeWorkspaceFile(
  * Replaces exactly one occurrence of `oldText`; none or several is an error that says which.
  * Returns the file's text before and after, so the change can be recorded as a diff.
  */
+/**
+ * Whether an edit of `requested` (old_text → new_text) is in the file (SPEC §18): for a call that
+ * started before its process died. `unknown` when the file cannot tell (it is gone, or both texts
+ * or neither are there).
+ */
+export async function editApplied(
+  scope: PathScope,
+  requested: string,
+  oldText: string,
+  newText: string,
+): Promise<'applied' | 'not_applied' | 'unknown'> {
+  let text: string;
+  try {
+    const file = await readWorkspaceFile(scope, requested);
+    if (file.kind === 'binary') return 'unknown';
+    text = file.text;
+  } catch {
+    return 'unknown';
+  }
+  const count = (needle: string) => (needle === '' ? 0 : text.split(needle).length - 1);
+  const olds = count(oldText);
+  const news = count(newText);
+  if (olds === 1 && news === 0) return 'not_applied';
+  if (news >= 1 && (olds === 0 || newText.includes(oldText))) return 'applied';
+  return 'unknown';
+}
+
 export async function editWorkspaceFile(
   scope: PathScope,
   requested: string,

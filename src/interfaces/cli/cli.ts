@@ -13,6 +13,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'run a task with a specialist',
     run: async (argv, io) => (await import('./commands/run.ts')).runCommand(argv, io),
   },
+  resume: {
+    summary: 'go on with a run whose process stopped, from its runlog (same run id)',
+    run: async (argv, io) => (await import('./commands/resume.ts')).resumeCommand(argv, io),
+  },
   replay: {
     summary: "show a run's timeline, or re-run its recorded model turns and compare (`--execute`)",
     run: async (argv, io) => (await import('./commands/replay.ts')).replayCommand(argv, io),

@@ -12,6 +12,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     // A run reference that names nothing, or a runlog that is not a whole run: bad input.
     case 'run_not_found':
     case 'runlog_corrupt':
+    // Nothing to resume, or not now (SPEC §18): the message names the reason and the fix.
+    case 'run_not_resumable':
     // A battery's workspace over the queue's archive limit: nothing ran.
     case 'workspace_too_large':
       return EXIT.usage;

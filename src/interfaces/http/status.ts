@@ -19,6 +19,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'run_not_active':
     case 'run_cancelled':
     case 'workspace_busy':
+    case 'run_not_resumable':
       return 409;
     case 'payload_too_large':
     case 'workspace_too_large':

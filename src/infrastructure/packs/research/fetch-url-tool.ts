@@ -34,6 +34,7 @@ export function createFetchUrlTool(options: FetchUrlToolOptions): Tool {
     input: v.object({
       url: v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.description('the absolute URL to fetch')),
     }),
+    effect: 'read',
     async run(args, context) {
       if (!options.networkAllowed) throw networkDenied('fetch_url', args.url);
       const resource = await safeFetch(args.url.trim(), {

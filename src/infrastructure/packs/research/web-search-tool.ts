@@ -30,6 +30,7 @@ export function createWebSearchTool(options: {
         ),
       ),
     }),
+    effect: 'read',
     async run(args, context) {
       if (!options.networkAllowed) throw networkDenied('web_search', args.query);
       if (options.provider === undefined) {

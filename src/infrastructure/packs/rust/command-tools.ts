@@ -14,6 +14,9 @@ export function commandTools(sandbox: CommandSandbox, allowedCommands: readonly 
         `Run one allowlisted command in the workspace root, without a shell (no pipes, ;, && or redirections). ` +
         `Allowed: ${allowedCommands.join(', ') || '(none)'}.`,
       input: v.object({ command: v.pipe(v.string(), v.minLength(1)) }),
+      // Only allowlisted commands run: a cargo command builds, tests or checks (twice is as once);
+      // anything else the allowlist lets through may do what it likes (SPEC §18).
+      effect: (args) => (args.command.trim().split(/\s+/)[0] === 'cargo' ? 'idempotent' : 'external'),
       run: async (args, context) => describeRun(await sandbox.run(args.command, context.signal)),
     }),
     defineTool({
@@ -21,6 +24,7 @@ export function commandTools(sandbox: CommandSandbox, allowedCommands: readonly 
       description:
         'Compile-check the workspace (cargo check --message-format=json) and return compact diagnostics: level, code, file:line, message, source line.',
       input: v.object({}),
+      effect: 'idempotent',
       // A check that finds errors is a failed call, like a shell command that exits non-zero:
       // the model reads the same report, and the runlog and progress show it failed.
       run: async (_args, context) => {

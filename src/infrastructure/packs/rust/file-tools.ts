@@ -1,7 +1,12 @@
 import * as v from 'valibot';
 import type { Tool } from '../../../application/ports.ts';
 import type { PathScope } from '../../sandbox/path-scope.ts';
-import { editWorkspaceFile, readWorkspaceFile, writeWorkspaceFile } from '../../sandbox/workspace-files.ts';
+import {
+  editApplied,
+  editWorkspaceFile,
+  readWorkspaceFile,
+  writeWorkspaceFile,
+} from '../../sandbox/workspace-files.ts';
 import { listWorkspace, searchWorkspace } from '../../sandbox/workspace-search.ts';
 import { defineTool } from '../define-tool.ts';
 import { unifiedDiff } from '../../../domain/unified-diff.ts';
@@ -16,12 +21,14 @@ export function fileTools(scope: PathScope): Tool[] {
       description:
         'List a folder of the workspace recursively (a few levels deep). Links are shown, not followed; target/ and .git/ are not entered.',
       input: v.object({ path: v.optional(workspacePath, '.') }),
+      effect: 'read',
       run: async (args) => listWorkspace(scope, args.path),
     }),
     defineTool({
       name: 'read_file',
       description: 'Return the text of a workspace file (up to 256 KiB). Read a file before you edit it.',
       input: v.object({ path: workspacePath }),
+      effect: 'read',
       run: async (args) => {
         const file = await readWorkspaceFile(scope, args.path);
         if (file.kind === 'binary')
@@ -34,6 +41,8 @@ export function fileTools(scope: PathScope): Tool[] {
       description:
         'Create or replace a workspace file with the given content, creating parent folders. Prefer edit_file for changes to existing files.',
       input: v.object({ path: workspacePath, content: v.string() }),
+      // A whole file: written twice, it is the same file.
+      effect: 'idempotent',
       run: async (args) => {
         const before = await previousText(scope, args.path);
         const bytes = await writeWorkspaceFile(scope, args.path, args.content);
@@ -47,6 +56,8 @@ export function fileTools(scope: PathScope): Tool[] {
       description:
         'Replace exactly one occurrence of old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.',
       input: v.object({ path: workspacePath, old_text: v.string(), new_text: v.string() }),
+      effect: 'transform',
+      checkApplied: (args) => editApplied(scope, args.path, args.old_text, args.new_text),
       run: async (args) => {
         const { before, after } = await editWorkspaceFile(scope, args.path, args.old_text, args.new_text);
         return {
@@ -60,6 +71,7 @@ export function fileTools(scope: PathScope): Tool[] {
       description:
         'Search the workspace (or one folder or file of it) for a regular expression or plain text; answers file:line:text.',
       input: v.object({ pattern: v.string(), path: v.optional(workspacePath, '.') }),
+      effect: 'read',
       run: async (args) => searchWorkspace(scope, args.pattern, args.path),
     }),
   ];

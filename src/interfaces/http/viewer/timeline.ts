@@ -1,5 +1,6 @@
 import { describeCompaction } from '../../../domain/describe-compaction.ts';
 import { describeStuck } from '../../../application/run/stuck-watch.ts';
+import { describeResumed } from '../../../application/replay/replay-timeline.ts';
 import { describeRecovered } from '../../../domain/recovered-calls.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import { diffStat } from '../../../domain/unified-diff.ts';
@@ -119,6 +120,22 @@ function item(event: RunEvent): SafeHtml {
         '',
         html`<span class="kind">→ ${event.tool}</span> <span class="meta">${event.call_id}</span>${toolArguments(event.arguments, SHOWN_CHARS)}`,
       );
+    case 'tool_started':
+      return li(
+        event,
+        '',
+        html`<span class="kind">▸ ${event.tool}</span> <span class="meta">started · ${event.effect}</span>`,
+      );
+    case 'step_end':
+      return li(
+        event,
+        '',
+        html`<span class="meta">Step ${event.step} ended${
+          event.cached_tokens === undefined ? '' : ` · ${plural(event.cached_tokens, 'cached token')}`
+        }</span>`,
+      );
+    case 'run_resumed':
+      return li(event, 'warn', html`<span class="kind">Resumed</span> ${describeResumed(event)}`);
     case 'tool_result':
       return li(
         event,

@@ -1,0 +1,70 @@
+import type { ModelProfile } from '../../config/schema.ts';
+import type { ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack, TurnSettings } from '../ports.ts';
+import type { RunOwner } from '../runs/liveness-ports.ts';
+import type { KeptOutputs } from './output-budget.ts';
+import type { RunStatus } from '../../domain/run-result.ts';
+import type { RunHistory } from '../replay/run-history.ts';
+import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
+
+/** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
+export interface ExecuteTaskInput {
+  readonly specialist: string;
+  readonly task: string;
+  readonly pack: SpecialistPack;
+  readonly chat: ChatClient;
+  readonly model: { readonly id: string; readonly backend: string; readonly reason?: string };
+  readonly runLogStore: RunLogStore;
+  readonly observers?: readonly RunObserver[];
+  readonly limits: {
+    readonly maxSteps: number;
+    readonly budgetMs: number;
+    readonly recoverTextToolCalls: boolean;
+    /** The same call answered the same this many times in a row makes a run stuck (default 4). */
+    readonly stuckRepeats?: number;
+  };
+  readonly workspace: string | null;
+  readonly configDigest: string;
+  readonly fabricVersion: string;
+  readonly clock: Clock;
+  readonly signal: AbortSignal;
+  readonly runId?: string;
+  /**
+   * The process running the loop, recorded in `run_start` so readers can tell a run in progress
+   * from one whose process died (SPEC §6). The composition root passes its pid and host name.
+   */
+  readonly owner?: RunOwner;
+  /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
+  readonly tags?: Readonly<Record<string, string>>;
+  /** The model's profile and the settings each request is sent with (SPEC §16). */
+  readonly profile?: RunProfile;
+  /** The model's context window in tokens, when known: tool results are budgeted to it (SPEC §17). */
+  readonly windowTokens?: number;
+  /** How the window came to be, when a reader should know (loaded now, less than asked for). */
+  readonly windowNote?: string;
+  /** Where whole outputs of cut results are kept; without it a large result is only cut. */
+  readonly outputs?: KeptOutputs;
+  /** Takes the workspace's fingerprint after each step (`step_end`, SPEC §18); none: not recorded. */
+  readonly fingerprint?: WorkspaceFingerprint;
+  /** Goes on with a run its previous process left (SPEC §18) instead of starting one. */
+  readonly resume?: ResumeFrom;
+}
+
+/** Where a resumed run goes on from, and how it came to be resumed. */
+export interface ResumeFrom {
+  readonly history: RunHistory;
+  /** How the run ended before (`interrupted` when its process died without a `run_end`). */
+  readonly previousStatus: RunStatus;
+  /** Resumed although its config or pack changed (`--force`). */
+  readonly forced: boolean;
+}
+
+/** A run's model profile as the loop uses it. */
+export interface RunProfile {
+  readonly matched: readonly string[];
+  readonly source?: string;
+  readonly settings: ModelProfile;
+  /** What each request asks of the server. */
+  readonly turn: TurnSettings;
+  /** Whether the model's reasoning goes back with its turns. */
+  readonly passReasoningBack: boolean;
+}

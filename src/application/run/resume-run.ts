@@ -1,0 +1,151 @@
+/**
+ * The resume use case (SPEC §18): `fabric resume`, `POST /v1/runs/:id/resume` and MCP's
+ * `resume_run` go on with a run its process left, under the same run id. It reads the run's
+ * history, refuses what cannot be resumed (with the reason and the fix), and hands the run to the
+ * run use case with the history to go on from.
+ */
+import { FabricError } from '../../domain/errors.ts';
+import type { RunResult, RunStatus } from '../../domain/run-result.ts';
+import { runProfileFor } from '../models/run-profile.ts';
+import type { ModelProfile } from '../../config/schema.ts';
+import type { RunLogStore, RunObserver } from '../ports.ts';
+import { type RunHistory, runHistory } from '../replay/run-history.ts';
+import type { ProcessLiveness } from '../runs/liveness-ports.ts';
+import type { RunRequest } from './run-request.ts';
+
+/** What resuming a run takes. */
+export interface ResumeRequest {
+  /** A run id, a unique prefix of one, or a runlog's path. */
+  readonly run: string;
+  /** Steps the resumed run may take beyond those it took; default: what its limit left. */
+  readonly moreSteps?: number | undefined;
+  /** Go on although the config or the pack changed since the run started. */
+  readonly force?: boolean;
+  readonly observers?: readonly RunObserver[];
+  readonly signal: AbortSignal;
+  readonly onNotice?: (message: string) => void;
+}
+
+export interface ResumeDeps {
+  readonly runLogStore: RunLogStore;
+  readonly liveness: ProcessLiveness;
+  /** Starts the run (the run use case), here with the history to go on from. */
+  readonly run: (request: RunRequest) => Promise<RunResult>;
+  readonly configDigest: string;
+  readonly profiles?: Readonly<Record<string, ModelProfile>>;
+}
+
+/** A run that failed for one of these may be resumed: no backend answered, nothing was wrong with it. */
+const RESUMABLE_FAILURES = new Set(['backend_unavailable']);
+
+/** Checks that a run can go on, and runs it on from where it stopped. */
+export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promise<RunResult> {
+  const contents = await deps.runLogStore.read(request.run);
+  const start = contents.events.find((event) => event.kind === 'run_start');
+  if (start?.kind !== 'run_start')
+    throw new FabricError(
+      'runlog_corrupt',
+      `${contents.location} has no run_start line, so it cannot be resumed.`,
+    );
+  const history = runHistory(
+    contents.events,
+    runProfileFor({ id: start.model }, deps.profiles).passReasoningBack,
+  );
+  const runId = contents.runId;
+  const previousStatus = statusToResume(history, runId, deps.liveness, request.force === true);
+  if (previousStatus === 'max_steps' && request.moreSteps === undefined)
+    throw refuse(
+      runId,
+      'max_steps',
+      `it used its ${history.steps} steps. Give it more with --max-steps N (N more steps).`,
+    );
+  if (start.config_digest !== deps.configDigest && request.force !== true)
+    throw refuse(
+      runId,
+      'config_changed',
+      'the config changed since it started (its digest differs), so the run would not go on as it began. Resume it with --force to go on under the new config, or start a new run.',
+    );
+  const maxSteps =
+    request.moreSteps === undefined
+      ? Math.max(start.max_steps, history.steps + 1)
+      : history.steps + request.moreSteps;
+  try {
+    return await deps.run({
+      specialist: start.specialist,
+      task: start.task,
+      ...(start.workspace === null ? {} : { workspace: start.workspace }),
+      model: start.model,
+      maxSteps,
+      ...(request.observers === undefined ? {} : { observers: request.observers }),
+      signal: request.signal,
+      runId,
+      ...(request.onNotice === undefined ? {} : { onNotice: request.onNotice }),
+      ...(start.tags === undefined ? {} : { tags: start.tags }),
+      resume: { history, previousStatus, forced: request.force === true },
+    });
+  } catch (error) {
+    // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.
+    if (
+      error instanceof FabricError &&
+      error.code === 'usage' &&
+      start.workspace !== null &&
+      error.message.includes(start.workspace)
+    )
+      throw refuse(
+        runId,
+        'workspace_gone',
+        `its workspace ${start.workspace} is gone (${error.message}). Put the workspace back where it was, or start a new run.`,
+      );
+    throw error;
+  }
+}
+
+/** How the run ended, when that allows it to go on; a refusal otherwise. */
+function statusToResume(
+  history: RunHistory,
+  runId: string,
+  liveness: ProcessLiveness,
+  force: boolean,
+): RunStatus {
+  const end = history.end;
+  if (end === undefined) {
+    const owner = history.owner;
+    const alive = owner === undefined ? false : liveness.isOwnerAlive(owner, new Date(owner.since));
+    if (alive === true)
+      throw refuse(
+        runId,
+        'alive',
+        `its process ${owner?.pid} on ${owner?.host} is still running it. Wait for it to end, or cancel it (Ctrl-C, or POST /v1/runs/${runId}/cancel), then resume.`,
+      );
+    if (alive === 'unknown' && !force)
+      throw refuse(
+        runId,
+        'alive',
+        `its process ${owner?.pid} runs on ${owner?.host}, and this machine cannot tell whether it is still running it. Resume it there, or with --force once you know that process is gone.`,
+      );
+    return 'interrupted';
+  }
+  switch (end.status) {
+    case 'succeeded':
+      throw refuse(
+        runId,
+        'succeeded',
+        'it succeeded: there is nothing to resume. Start a new run for more work.',
+      );
+    case 'failed':
+      if (end.error !== null && RESUMABLE_FAILURES.has(end.error.code)) return 'failed';
+      throw refuse(
+        runId,
+        'failed',
+        `it failed (${end.error?.code ?? 'no code'}: ${end.error?.message ?? 'no message'}), and only a run that failed because no backend answered goes on. Start a new run.`,
+      );
+    default:
+      return end.status;
+  }
+}
+
+function refuse(runId: string, reason: string, why: string): FabricError {
+  return new FabricError('run_not_resumable', `Run ${runId} cannot be resumed: ${why}`, {
+    details: { reason },
+  });
+}

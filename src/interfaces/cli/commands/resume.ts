@@ -1,0 +1,88 @@
+import { loadConfig } from '../../../config/load.ts';
+import { createFabric } from '../../../composition/fabric.ts';
+import { parseCommandArgs, positiveInt } from '../args.ts';
+import { exitCodeForFailedRun } from '../exit-code.ts';
+import { type CliIo, EXIT } from '../io.ts';
+import { formatPayload } from '../payload-format.ts';
+import { ProgressReporter } from '../progress.ts';
+import { styleFor } from '../style.ts';
+
+export const RESUME_HELP = `Usage: fabric resume RUN [--max-steps N] [--force] [--json]
+
+Goes on with a run whose process stopped (killed, Ctrl-C, a reboot), or that ended at its step
+limit or because no backend answered: the same run id, its conversation rebuilt from its runlog
+as it was last sent, so no recorded model turn is asked again. A tool call that started and has
+no result is run again only when that is safe (reads, idempotent tools, an edit not yet in the
+file); any other is not run again and the model is told so. Files someone changed while the run
+was stopped are named to the model. RUN is a run id, a unique prefix of one, or a runlog's path.
+
+Options:
+      --max-steps N       N more steps (required for a run that ended at its step limit;
+                          default: what the run's limit left)
+      --force             go on although the config or the specialist's pack changed since
+                          the run started, or its process is on another machine
+  -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --json              print the RunResult as one JSON object on stdout
+  -h, --help              show this help
+
+Refused (exit 2, code run_not_resumable, with the reason and the fix): a run that succeeded, a
+run whose process is still running it, a config or pack that changed (without --force), a
+workspace that is gone.
+
+Exit codes: as fabric run: 0 succeeded · 1 failed · 2 refused or usage error · 3 max_steps
+            4 no usable model or backend · 130 cancelled (Ctrl-C)
+
+Example:
+  fabric resume 20260101T120000Z-3f2a --max-steps 10
+`;
+
+/** `fabric resume`. */
+export async function resumeCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('resume', argv, {
+    'max-steps': { type: 'string' },
+    force: { type: 'boolean' },
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(RESUME_HELP);
+    return EXIT.ok;
+  }
+  const run = positionals[0];
+  if (run === undefined || positionals.length > 1) {
+    io.stderr.write(`fabric resume needs one RUN (a run id; \`fabric runs\` lists them).\n\n${RESUME_HELP}`);
+    return EXIT.usage;
+  }
+  const moreSteps = positiveInt('--max-steps', values['max-steps']);
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const style = styleFor(io.stderr, io.env);
+  const fabric = createFabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
+  });
+  const result = await fabric
+    .resume({
+      run,
+      moreSteps,
+      force: values.force === true,
+      observers: [new ProgressReporter(io.stderr, style, { showReasoning: false })],
+      signal: io.signal,
+      onNotice: (message) => io.stderr.write(style.dim(`${message}\n`)),
+    })
+    .finally(() => fabric.close());
+  if (values.json) io.stdout.write(`${JSON.stringify(result)}\n`);
+  else if (result.payload) io.stdout.write(formatPayload(result.payload));
+  io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
+  switch (result.status) {
+    case 'succeeded':
+      return EXIT.ok;
+    case 'max_steps':
+      return EXIT.maxSteps;
+    case 'cancelled':
+    case 'interrupted':
+      return EXIT.cancelled;
+    case 'failed':
+      return exitCodeForFailedRun(result.error);
+  }
+}

@@ -1,0 +1,190 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
+import type { RunResult } from '../../../src/domain/run-result.ts';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import {
+  type Sandbox,
+  makeSandbox,
+  runFabricInProcess,
+  spawnFabric,
+  testEnv,
+} from '../../support/fabric-cli.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+
+const MODEL = 'qwen/qwen3-coder-30b';
+// Waiting for another process to get somewhere, not a measure of speed.
+const PATIENCE = { timeout: 60_000, interval: 50 };
+
+describe('fabric resume after the run was killed', () => {
+  let llm: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await llm?.stop();
+    await sandbox?.cleanup();
+  });
+
+  /** Starts `fabric run` as a real process, waits until the fake has `requests` chat requests, and kills it. */
+  async function killedRun(args: readonly string[], env: Record<string, string>, requests: number) {
+    if (!sandbox || !llm) throw new Error('no sandbox');
+    const child = spawnFabric(['run', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
+    cleanups.push(async () => {
+      child.kill('SIGKILL');
+      await child;
+    });
+    const fake = llm;
+    await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(requests), PATIENCE);
+    child.kill('SIGKILL');
+    expect((await child).signal).toBe('SIGKILL');
+    const [runId] = (await readdir(sandbox.runsDir)).filter((name) => !name.startsWith('.'));
+    if (runId === undefined) throw new Error('no run directory');
+    return runId;
+  }
+
+  async function resume(args: readonly string[], env: Record<string, string>) {
+    if (!sandbox) throw new Error('no sandbox');
+    return runFabricInProcess(['resume', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
+  }
+
+  async function events(runId: string): Promise<RunEvent[]> {
+    if (!sandbox) throw new Error('no sandbox');
+    const path = join(sandbox.runsDir, runId, 'runlog.jsonl');
+    return parseRunlog(await readFile(path, 'utf8'), path).events;
+  }
+
+  /** What a chat request sent, as the server received it: the messages and the tools. */
+  function sent(index: number): string {
+    const body = llm?.chatRequests()[index]?.body as { messages: unknown; tools: unknown } | undefined;
+    return JSON.stringify({ messages: body?.messages, tools: body?.tools });
+  }
+
+  it('asks again the turn that was streaming when the process died, with the same request, and asks no recorded turn again', async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected, accepted] = CONVERSION_SCRIPT;
+    if (!convert || !rejected || !accepted) throw new Error('script');
+    // The second request hangs: the process is killed while it waits for the reply.
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, { hang: true }, rejected, accepted],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const runId = await killedRun(['-s', 'units', 'Convert 3 km to miles'], env, 2);
+
+    const out = await resume([runId.slice(0, 20), '--json'], env);
+    expect(out.exitCode, out.stderr).toBe(0);
+    const result = JSON.parse(out.stdout) as RunResult;
+    expect(result).toMatchObject({ run_id: runId, status: 'succeeded', payload: { answer: '1.864114 mi' } });
+
+    // The request after the resume is the one the killed process sent, byte for byte.
+    expect(llm.chatRequests()).toHaveLength(4);
+    expect(sent(2)).toBe(sent(1));
+    const log = await events(runId);
+    const kinds = log.map((event) => event.kind);
+    expect(kinds.filter((kind) => kind === 'run_start')).toHaveLength(1);
+    expect(kinds.filter((kind) => kind === 'run_end')).toHaveLength(1);
+    expect(log.find((event) => event.kind === 'run_resumed')).toMatchObject({
+      previous_status: 'interrupted',
+      turn_asked_again: true,
+      in_flight: [],
+      drift: [],
+      forced: false,
+    });
+    // Every recorded turn was asked once: three answers, four requests (the killed one's asked again).
+    expect(kinds.filter((kind) => kind === 'llm_response')).toHaveLength(3);
+    expect(kinds.filter((kind) => kind === 'tool_result')).toHaveLength(1);
+    // seq goes on from the killed process's last line.
+    expect(log.map((event) => event.seq)).toEqual(log.map((_, i) => i + 1));
+  });
+
+  it('refuses a run that succeeded, and a run whose process is still running it', async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected, accepted] = CONVERSION_SCRIPT;
+    if (!convert || !rejected || !accepted) throw new Error('script');
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, rejected, accepted, { hang: true }],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const done = await runFabricInProcess(
+      ['run', '--config', sandbox.configPath, '-s', 'units', '--json', 'Convert 3 km to miles'],
+      { env, cwd: sandbox.dir },
+    );
+    const succeeded = (JSON.parse(done.stdout) as RunResult).run_id;
+    const refused = await resume([succeeded], env);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain('it succeeded: there is nothing to resume');
+
+    const child = spawnFabric(['run', '--config', sandbox.configPath, '-s', 'units', 'Convert 5 km'], {
+      env,
+      cwd: sandbox.dir,
+    });
+    cleanups.push(async () => {
+      child.kill('SIGKILL');
+      await child;
+    });
+    const fake = llm;
+    await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(4), PATIENCE);
+    const live = (await readdir(sandbox.runsDir)).find((name) => !name.startsWith('.') && name !== succeeded);
+    if (live === undefined) throw new Error('no live run');
+    const alive = await resume([live], env);
+    expect(alive.exitCode).toBe(2);
+    expect(alive.stderr).toContain('is still running it');
+    // Refused before anything was written: the live run's log has no run_resumed.
+    expect((await events(live)).map((event) => event.kind)).not.toContain('run_resumed');
+  });
+
+  it('gives a run that used its steps N more with --max-steps, and takes its last run_end as its outcome', async () => {
+    sandbox = await makeSandbox();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: CONVERSION_SCRIPT,
+    });
+    const env = testEnv(sandbox, llm.url);
+    const first = await runFabricInProcess(
+      [
+        'run',
+        '--config',
+        sandbox.configPath,
+        '-s',
+        'units',
+        '--max-steps',
+        '1',
+        '--json',
+        'Convert 3 km to miles',
+      ],
+      { env, cwd: sandbox.dir },
+    );
+    expect(first.exitCode, first.stderr).toBe(3);
+    const runId = (JSON.parse(first.stdout) as RunResult).run_id;
+
+    const without = await resume([runId], env);
+    expect(without.exitCode).toBe(2);
+    expect(without.stderr).toContain('Give it more with --max-steps N');
+
+    const out = await resume([runId, '--max-steps', '3', '--json'], env);
+    expect(out.exitCode, out.stderr).toBe(0);
+    expect(JSON.parse(out.stdout)).toMatchObject({ run_id: runId, status: 'succeeded' });
+    const ends = (await events(runId)).filter((event) => event.kind === 'run_end');
+    expect(ends.map((event) => event.kind === 'run_end' && event.status)).toEqual(['max_steps', 'succeeded']);
+    // The request after the resume carries the one before it whole, and the model is told it may go on.
+    expect(llm.chatRequests()).toHaveLength(3);
+    const before = JSON.parse(sent(1)) as { messages: { role: string; content: string }[] };
+    const after = JSON.parse(sent(2)) as { messages: { role: string; content: string }[] };
+    expect(JSON.stringify(after.messages.slice(0, before.messages.length))).toBe(
+      JSON.stringify(before.messages),
+    );
+    expect(after.messages.at(-1)?.content).toContain('The run was given more steps');
+    const listed = await runFabricInProcess(['runs', '--json', '--config', sandbox.configPath], {
+      env,
+      cwd: sandbox.dir,
+    });
+    expect(JSON.parse(listed.stdout)).toMatchObject({ runs: [{ run_id: runId, status: 'succeeded' }] });
+  });
+});
