@@ -144,14 +144,7 @@ class FileRunLog implements RunLog {
   /** The first failed write: the lines after it would follow a torn one, so none are written. */
   #failure: FabricError | undefined;
 
-  constructor(
-    runId: string,
-    location: string,
-    handle: FileHandle,
-    clock: Clock,
-    seq = 0,
-    size = 0,
-  ) {
+  constructor(runId: string, location: string, handle: FileHandle, clock: Clock, seq = 0, size = 0) {
     this.#seq = seq;
     this.#size = size;
     this.runId = runId;
