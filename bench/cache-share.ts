@@ -17,6 +17,7 @@ import {
   startFakeLlmServer,
 } from '../test/support/fake-llm-server.ts';
 import { benchEnv, openFabric, unitsConfig, writeConfig } from './support/fabric-adapter.ts';
+import { measureSlots } from './cache-slots.ts';
 import { fmt, printTable } from './support/stats.ts';
 import { MODEL_ID, TASK, unitsScript } from './support/units-script.ts';
 
@@ -197,4 +198,33 @@ printTable(
     'final turn',
   ],
   rows,
+);
+
+const slotRows: string[][] = [];
+for (const slots of [1, 4]) {
+  const share = await measureSlots(4, slots);
+  slotRows.push([
+    `4 runs at once, ${slots} slot${slots === 1 ? '' : 's'}`,
+    String(share.requests),
+    fmt(share.prompt / 1000),
+    fmt(share.cached / 1000),
+    fmt(share.best / 1000),
+    fmt(share.cached / share.best),
+    fmt(share.makespanS),
+    fmt(share.bestMakespanS),
+  ]);
+}
+printTable(
+  "Prompt cache: 4 runs of 20 steps sharing one server's slots (targets: 1 slot ≥ 0.85, 4 slots ≥ 0.90)",
+  [
+    'case',
+    'requests',
+    'prompt k chars',
+    'cached k chars',
+    'best k chars',
+    'share of best',
+    'simulated makespan s',
+    'best makespan s',
+  ],
+  slotRows,
 );

@@ -23,7 +23,7 @@ const PARTS = {
   runlog: { what: 'runlog write throughput against appendFileSync', args: tsx('runlog-throughput.ts') },
   viewer: { what: "a 1,000-step run's viewer page against its runlog", args: tsx('viewer-render.ts') },
   cache: {
-    what: 'prompt-cache share against the best possible: 20 steps on one and two servers, 40 steps with compaction',
+    what: 'prompt-cache share against the best possible: 20 steps on one and two servers, 40 steps with compaction, 4 runs on 1 and 4 slots',
     args: tsx('cache-share.ts'),
   },
   battery: {

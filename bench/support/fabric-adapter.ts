@@ -15,7 +15,8 @@ import { EXAMPLE_PACK } from '../../test/support/fabric-cli.ts';
 /** A fabric as the benches use it. */
 export interface BenchFabric {
   readonly config: FabricConfig;
-  run(task: string): Promise<RunResult>;
+  /** Runs `task`; `workspace` (absolute) overrides the fabric's, so runs at once do not share one. */
+  run(task: string, workspace?: string): Promise<RunResult>;
   /** Runs the battery file at `file` (absolute) to its end, as `fabric battery FILE` does. */
   battery(file: string): Promise<readonly CellResult[]>;
   /** Opens the control store and waits until it answers, as a server is before its runs come. */
@@ -57,11 +58,11 @@ export async function openFabric(
   const fabric = createFabric(config, { env });
   return {
     config,
-    run: (task) =>
+    run: (task, workspace = on.workspace) =>
       fabric.run({
         specialist: on.specialist ?? 'units',
         task,
-        ...(on.workspace === undefined ? {} : { workspace: on.workspace }),
+        ...(workspace === undefined ? {} : { workspace }),
         signal: new AbortController().signal,
       }),
     battery: async (file) => {
