@@ -15,6 +15,7 @@ import { RunStarter } from '../application/run/start-run.ts';
 import { type ResumeRequest, resumeRun } from '../application/run/resume-run.ts';
 import { GitFingerprint } from '../infrastructure/workspace/git-fingerprint.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
+import type { ModelCard } from '../application/models/model-card.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -29,6 +30,7 @@ import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { FileModelCards } from '../infrastructure/runlog/model-card-files.ts';
 import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
@@ -154,6 +156,7 @@ export class Fabric {
         probe: (signal, onProgress) => llm.catalog.probe(signal, onProgress),
         chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
         loadAt: (choice, contextLength, signal) => llm.loadAt(choice, contextLength, signal),
+        cards: () => new FileModelCards(config.runs_dir).list(),
       },
       locks: { lock: lockWorkspace },
       mirror: () => this.#controlPlane(),
@@ -189,8 +192,9 @@ export class Fabric {
     probes: readonly BackendProbe[],
     specialist: string | undefined,
     flagModel: string | undefined,
+    cards: readonly ModelCard[] = [],
   ): ModelChoice {
-    return this.#runs.chooseFrom(probes, specialist, flagModel);
+    return this.#runs.chooseFrom(probes, specialist, flagModel, cards);
   }
 
   /** A client for this model's own server, without failover: what a probe measures (SPEC §20). */

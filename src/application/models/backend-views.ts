@@ -1,5 +1,6 @@
 /** How backends and their models are shown as JSON, the same by the CLI and the HTTP API. */
 import { type BackendProbe, type CatalogModel, isHosted } from '../ports.ts';
+import { type ModelCard, cardFor, cardSummary } from './model-card.ts';
 import { isCandidate } from './resolve-model.ts';
 import { runProfileFor } from './run-profile.ts';
 import type { ModelProfile } from '../../config/schema.ts';
@@ -23,6 +24,7 @@ export function backendModelsView(
   probe: BackendProbe,
   isChosen: (model: CatalogModel) => boolean = () => false,
   profiles: Readonly<Record<string, ModelProfile>> = {},
+  cards: readonly ModelCard[] = [],
 ) {
   return {
     backend: probe.backend,
@@ -44,6 +46,7 @@ export function backendModelsView(
       parallel: model.parallel ?? null,
       profile: profileView(model, profiles),
       chosen: isChosen(model),
+      card: cardView(cardFor(cards, model)),
     })),
   };
 }
@@ -75,5 +78,15 @@ export function backendHealthView(probe: BackendProbe) {
     models: probe.models.length,
     usable_models: usableModels,
     error: probe.error ?? null,
+  };
+}
+
+/** A model card as the CLI's JSON and `GET /v1/models` show it: without the raw exchanges. */
+export function cardView(card: ModelCard | undefined) {
+  if (card === undefined) return null;
+  return {
+    ...card,
+    summary: cardSummary(card),
+    probes: card.probes.map(({ exchanges: _, ...probe }) => probe),
   };
 }

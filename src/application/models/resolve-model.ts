@@ -1,6 +1,7 @@
 import { FabricError } from '../../domain/errors.ts';
 import { type BackendProbe, type CatalogModel, isHosted } from '../ports.ts';
 import { plural } from '../../domain/words.ts';
+import { type Measurements, chooseMeasured } from './measured-choice.ts';
 
 /** The model a run will use, and why it was chosen. */
 export interface ModelChoice {
@@ -15,6 +16,8 @@ export interface ResolveOptions {
   readonly flagFrom?: string | undefined;
   /** The specialist's `model:` (aliases already expanded): used when some healthy backend has it. */
   readonly configuredModel?: string | undefined;
+  /** Model cards (SPEC §20): with them, the best available is the measured best. */
+  readonly measured?: Measurements | undefined;
 }
 
 /** Ollama's rule: a name without a tag means `:latest`. */
@@ -60,13 +63,22 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
   const local = probes.filter((probe) => !isHosted(probe.backend));
   const localHealthy = local.filter((probe) => probe.ok);
   const localModels = localHealthy.flatMap((probe) => probe.models);
-  const candidates = localModels.filter(isCandidate);
-  const ranked = [...candidates].sort(compareCandidates);
+  const listed = [...localModels.filter(isCandidate)].sort(compareCandidates);
+  const measured = options.measured === undefined ? undefined : chooseMeasured(listed, options.measured);
+  if (measured?.best !== undefined)
+    return { model: measured.best.model, reason: `${prefix}${measured.best.reason}` };
+  // Never a model measured unable to call tools, whatever its server says of it.
+  const ranked = listed.filter((model) => !measured?.unable.includes(model));
   const best = ranked[0];
   if (!best) {
+    const unable = measured?.unable.length ?? 0;
     const skipped =
       localModels.length > 0
-        ? ` (${plural(localModels.length, 'model')} seen, all embedding models or without tool support)`
+        ? ` (${plural(localModels.length, 'model')} seen, all embedding models or without tool support${
+            unable > 0
+              ? `; ${plural(unable, 'model')} measured unable to call tools by \`fabric models probe\``
+              : ''
+          })`
         : '';
     const headline =
       localHealthy.length === 0

@@ -8,6 +8,7 @@ import { runProfileFor } from '../models/run-profile.ts';
 import { type LoadResult, type RunWindow, runWindowFor } from '../models/run-window.ts';
 import type { ModelProfile, SpecialistConfig } from '../../config/schema.ts';
 import type { RunResult } from '../../domain/run-result.ts';
+import type { ModelCard } from '../models/model-card.ts';
 import { type ModelChoice, type ResolveOptions, resolveModel } from '../models/resolve-model.ts';
 import type { BackendProbe, ChatClient, Clock, RunLogStore, RunObserver, SpecialistPack } from '../ports.ts';
 import type { RunOwner } from '../runs/liveness-ports.ts';
@@ -38,6 +39,8 @@ export interface RunModels {
   chatClientFor(choice: ModelChoice, resolve: ResolveOptions, signal?: AbortSignal): Promise<ChatClient>;
   /** Loads the model at a context window where the backend can; the window it got (SPEC §17). */
   loadAt?(choice: ModelChoice, contextLength: number, signal?: AbortSignal): Promise<LoadResult | undefined>;
+  /** The model cards kept (SPEC §20); resolution without them is SPEC §5's. */
+  cards?(): Promise<readonly ModelCard[]>;
 }
 
 /** Who holds a workspace, as a waiting run is told. */
@@ -137,6 +140,7 @@ export class RunStarter {
       flagModel: flagModel === undefined ? undefined : this.expandAlias(flagModel),
       flagFrom,
       configuredModel: configured === undefined ? undefined : this.expandAlias(configured),
+      ...(specialist === undefined ? {} : { measured: { cards: [], specialist } }),
     };
   }
 
@@ -154,8 +158,12 @@ export class RunStarter {
     probes: readonly BackendProbe[],
     specialist: string | undefined,
     flagModel: string | undefined,
+    cards: readonly ModelCard[] = [],
   ): ModelChoice {
-    return resolveModel(probes, this.resolveOptions(specialist, flagModel));
+    return resolveModel(probes, {
+      ...this.resolveOptions(specialist, flagModel),
+      measured: { cards, specialist },
+    });
   }
 
   /**
@@ -243,7 +251,12 @@ export class RunStarter {
     signal: AbortSignal | undefined,
     onProgress?: (message: string) => void,
   ): Promise<ModelChoice> {
-    return resolveModel(await this.#deps.models.probe(signal, onProgress), resolve);
+    const probes = await this.#deps.models.probe(signal, onProgress);
+    const cards = (await this.#deps.models.cards?.()) ?? [];
+    return resolveModel(probes, {
+      ...resolve,
+      measured: { cards, specialist: resolve.measured?.specialist },
+    });
   }
 
   #execute(

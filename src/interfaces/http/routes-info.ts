@@ -5,6 +5,8 @@ import { FabricError } from '../../domain/errors.ts';
 import { type ControlExports, buildExports } from '../../composition/control-store.ts';
 import { backendHealthView, backendModelsView } from '../../application/models/backend-views.ts';
 import type { Fabric } from '../../composition/fabric.ts';
+import { modelCardStore } from '../../composition/model-cards.ts';
+import type { ModelCard } from '../../application/models/model-card.ts';
 import { ApiError } from './api-error.ts';
 import type { AuthVariables } from './auth.ts';
 import { workerRoutes } from './routes-workers.ts';
@@ -21,11 +23,12 @@ export function infoRoutes(fabric: Fabric): Hono<{ Variables: AuthVariables }> {
 
   app.get('/models', async (c) => {
     const probes = await fabric.catalog.probe(c.req.raw.signal);
+    const cards = await modelCardStore(fabric).list();
     // Choosing is a pure function of the probes, so every specialist's choice costs nothing more.
     const chosen: Record<string, unknown> = {};
-    for (const { name } of fabric.registry.list()) chosen[name] = chooseFor(fabric, probes, name);
+    for (const { name } of fabric.registry.list()) chosen[name] = chooseFor(fabric, probes, name, cards);
     return c.json({
-      backends: probes.map((probe) => backendModelsView(probe, undefined, fabric.config.profiles)),
+      backends: probes.map((probe) => backendModelsView(probe, undefined, fabric.config.profiles, cards)),
       chosen,
     });
   });
@@ -57,9 +60,14 @@ async function exportsOf(fabric: Fabric): Promise<ControlExports> {
   return buildExports(await fabric.controlStore());
 }
 
-function chooseFor(fabric: Fabric, probes: readonly BackendProbe[], specialist: string) {
+function chooseFor(
+  fabric: Fabric,
+  probes: readonly BackendProbe[],
+  specialist: string,
+  cards: readonly ModelCard[],
+) {
   try {
-    const choice: ModelChoice = fabric.chooseModelFrom(probes, specialist, undefined);
+    const choice: ModelChoice = fabric.chooseModelFrom(probes, specialist, undefined, cards);
     return {
       id: choice.model.id,
       backend: choice.model.backend,

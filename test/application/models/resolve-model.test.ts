@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BackendProbe, CatalogModel } from '../../../src/application/ports.ts';
 import { isCandidate, resolveModel, sameModel } from '../../../src/application/models/resolve-model.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
+import type { ModelCard } from '../../../src/application/models/model-card.ts';
 
 const LM = 'http://lm:1234';
 const OL = 'http://ol:11434';
@@ -187,5 +188,63 @@ describe('resolveModel', () => {
     const error = failure([probe('lm_studio', []), probe('ollama', [])]);
     expect(error.code).toBe('model_not_found');
     expect(error.message).toContain('lm_studio http://lm:1234: no models');
+  });
+});
+
+describe('resolveModel with model cards (SPEC §20)', () => {
+  const card = (
+    id: string,
+    tools: ModelCard['tools'],
+    score: number,
+    battery: ModelCard['battery'] = {},
+  ): ModelCard => ({
+    model: id,
+    backend: 'ollama',
+    baseUrl: OL,
+    serverVersion: null,
+    quantisation: null,
+    probedAt: '2026-11-20T10:00:00.000Z',
+    tools,
+    dialect: tools === 'dialect' ? 'hermes' : null,
+    score,
+    probes: [],
+    tokens: { prompt: 0, completion: 0 },
+    battery,
+  });
+  const models = [
+    m('small:3b', { toolUse: true, paramsB: 3 }),
+    m('mid:8b', { toolUse: true, paramsB: 8 }),
+    m('big:32b', { toolUse: true, paramsB: 32 }),
+  ];
+
+  it('skips a model measured unable to call tools, even with no measured best, and keeps §5 order after it', () => {
+    const cards = [card('small:3b', 'none', 0.3)];
+    expect(choose([probe('ollama', models)], { measured: { cards } })).toBe('mid:8b');
+  });
+
+  it("prefers the specialist's battery pass rate over a probe score, and names it with its date", () => {
+    const cards = [
+      card('mid:8b', 'native', 1),
+      card('big:32b', 'dialect', 0.8, { rust: { passRate: 0.6, runs: 5, at: '2026-11-21T00:00:00.000Z' } }),
+    ];
+    const choice = resolveModel([probe('ollama', models)], { measured: { cards, specialist: 'rust' } });
+    expect(choice.model.id).toBe('big:32b');
+    expect(choice.reason).toContain('battery pass rate 0.6 for rust over 5 runs (2026-11-21)');
+    // Another specialist has no battery figures: the probe score decides.
+    expect(choose([probe('ollama', models)], { measured: { cards, specialist: 'units' } })).toBe('mid:8b');
+  });
+
+  it('refuses when every candidate was measured unable, and says so', () => {
+    const cards = models.map((model) => card(model.id, 'none', 0.2));
+    expect(failure([probe('ollama', models)], { measured: { cards } }).message).toContain(
+      '3 models measured unable to call tools',
+    );
+  });
+
+  it('obeys a configured model measured unable', () => {
+    const cards = [card('small:3b', 'none', 0.3)];
+    expect(choose([probe('ollama', models)], { configuredModel: 'small:3b', measured: { cards } })).toBe(
+      'small:3b',
+    );
   });
 });

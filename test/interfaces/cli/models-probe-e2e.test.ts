@@ -148,4 +148,47 @@ describe('fabric models probe', () => {
     for (const file of files) expect(await readFile(join(report, file), 'utf8')).not.toContain(key);
     expect(hosted.chatRequests().length).toBeGreaterThan(0);
   });
+
+  it('a run without --model then picks the measured best where it used to pick the smallest; --model is still obeyed', async () => {
+    const ollama = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [
+        // Advertised tool-capable and small, so SPEC §5 picks it; it never calls a tool.
+        { id: 'small:3b', toolUse: true, behaviour: 'no_calls', paramSize: '3B', contextLength: 8192 },
+        { id: 'big:32b', toolUse: true, behaviour: 'native', paramSize: '32B', contextLength: 8192 },
+      ],
+    });
+    servers.push(ollama);
+    sandbox = await makeSandbox();
+    const env = { ...testEnv(sandbox, await closedPortUrl()), OLLAMA_HOST: ollama.url };
+    const fabric = (args: string[]) =>
+      spawnFabric([...args, '--config', sandbox?.configPath ?? ''], { env, cwd: sandbox?.dir ?? '' });
+    const chosen = async () =>
+      (
+        JSON.parse(String((await fabric(['models', '--json', '--specialist', 'units'])).stdout)) as {
+          chosen: { id: string; reason: string };
+        }
+      ).chosen;
+
+    expect((await chosen()).id).toBe('small:3b');
+    expect((await fabric(['models', 'probe', '--timeout', '5'])).exitCode).toBe(0);
+    const after = await chosen();
+    expect(after.id).toBe('big:32b');
+    const today = new Date().toISOString().slice(0, 10);
+    expect(after.reason).toBe(
+      `measured best: big:32b, probe score 1 with native tool calls (probed ${today}), on ollama ${ollama.url}`,
+    );
+
+    const listing = await fabric(['models']);
+    expect(listing.stdout).toMatch(/small:3b .* card none 2\/7 /);
+    expect(listing.stdout).toMatch(/big:32b .* card native 6\/6 /);
+
+    const run = await fabric(['run', '--specialist', 'units', '--json', 'Call finish_task with "1.86 mi"']);
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(String(run.stdout))).toMatchObject({ status: 'succeeded', model: 'big:32b' });
+
+    // --model is obeyed even for a model measured unable to call tools.
+    const named = await fabric(['models', '--json', '--model', 'small:3b']);
+    expect(JSON.parse(String(named.stdout)).chosen.id).toBe('small:3b');
+  });
 });

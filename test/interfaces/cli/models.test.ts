@@ -84,6 +84,8 @@ describe('fabric models', () => {
         think_sent: null,
       },
       chosen: true,
+      // Never probed here: no model card (SPEC §20).
+      card: null,
     });
     expect(out.backends[1].error).toMatch(/fetch failed|ECONNREFUSED/);
     expect(out.backends[2].models.find((m: { id: string }) => m.id === 'gemma:2b')).toMatchObject({

@@ -5,6 +5,8 @@ import { FabricError } from '../../../domain/errors.ts';
 import { backendModelsView, profileView } from '../../../application/models/backend-views.ts';
 import type { ModelProfile } from '../../../config/schema.ts';
 import { Fabric } from '../../../composition/fabric.ts';
+import { modelCardStore } from '../../../composition/model-cards.ts';
+import { type ModelCard, cardFor, cardSummary } from '../../../application/models/model-card.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
@@ -17,7 +19,9 @@ export const MODELS_HELP = `Usage: fabric models [options]
 Asks every configured backend (each LM Studio server, Ollama) what it has and lists every model:
 type, tool support, loaded state, context length (loaded / trained) and size. Marks the model a
 run would use, and says why: the configured model if a backend has it; else never an embedding
-model or one known to lack tools; tool-capable, then loaded, then smallest first.
+model or one known to lack tools; with model cards (\`fabric models probe\`) the measured best,
+never one measured unable to call tools; else tool-capable, then loaded, then smallest first.
+The card column shows how each probed model calls tools, the probes it passed, and when.
 
 Options:
   -s, --specialist NAME   choose as this specialist would (its configured model first)
@@ -50,10 +54,11 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const fabric = new Fabric(config);
   const probes = await fabric.catalog.probe(io.signal);
+  const cards = await modelCardStore(fabric).list();
   let choice: ModelChoice | undefined;
   let failure: FabricError | undefined;
   try {
-    choice = fabric.chooseModelFrom(probes, values.specialist, values.model);
+    choice = fabric.chooseModelFrom(probes, values.specialist, values.model, cards);
   } catch (error) {
     // No server answered, or none has a usable model: both are shown with what each backend said.
     if (
@@ -64,9 +69,9 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
     failure = error;
   }
   if (values.json) {
-    io.stdout.write(`${JSON.stringify(modelsJson(probes, choice, failure, config.profiles))}\n`);
+    io.stdout.write(`${JSON.stringify(modelsJson(probes, choice, failure, config.profiles, cards))}\n`);
   } else {
-    writeText(io, probes, choice, failure, config.profiles);
+    writeText(io, probes, choice, failure, config.profiles, cards);
   }
   return choice === undefined ? EXIT.noModel : EXIT.ok;
 }
@@ -80,9 +85,12 @@ function modelsJson(
   choice: ModelChoice | undefined,
   failure: FabricError | undefined,
   profiles: Readonly<Record<string, ModelProfile>>,
+  cards: readonly ModelCard[],
 ) {
   return {
-    backends: probes.map((probe) => backendModelsView(probe, (model) => isChosen(model, choice), profiles)),
+    backends: probes.map((probe) =>
+      backendModelsView(probe, (model) => isChosen(model, choice), profiles, cards),
+    ),
     chosen:
       choice === undefined
         ? null
@@ -102,6 +110,7 @@ function writeText(
   choice: ModelChoice | undefined,
   failure: FabricError | undefined,
   profiles: Readonly<Record<string, ModelProfile>>,
+  cards: readonly ModelCard[],
 ): void {
   const style = styleFor(io.stdout, io.env);
   for (const probe of probes) {
@@ -117,7 +126,7 @@ function writeText(
     for (const model of probe.models) {
       const mark = isChosen(model, choice) ? style.green('*') : ' ';
       io.stdout.write(
-        `  ${mark} ${model.id.padEnd(width)}  ${describe(model)}  ${profileLine(model, profiles)}\n`,
+        `  ${mark} ${model.id.padEnd(width)}  ${describe(model)}  ${cardColumn(cardFor(cards, model))}  ${profileLine(model, profiles)}\n`,
       );
     }
     io.stdout.write('\n');
@@ -138,6 +147,11 @@ function writeText(
   } else if (failure !== undefined) {
     io.stdout.write(`${style.red('No model would be chosen.')} ${failure.message}\n`);
   }
+}
+
+/** The card column: how the model calls tools, probes passed, and when, or `card -` (never probed). */
+function cardColumn(card: ModelCard | undefined): string {
+  return card === undefined ? 'card -' : `card ${cardSummary(card)}`;
 }
 
 function describe(model: CatalogModel): string {
