@@ -5,7 +5,13 @@
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import process from 'node:process';
-import type { BackendProbe, CatalogModel, ChatClient, ModelCatalog } from '../application/ports.ts';
+import type {
+  BackendProbe,
+  CatalogModel,
+  ChatClient,
+  ModelCatalog,
+  RunObserver,
+} from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
@@ -108,6 +114,8 @@ export class Fabric {
   readonly #options: FabricOptions;
   /** Where each run's trace goes when it ends (SPEC §21); null with telemetry off. */
   readonly #spans: SpanExporter | null;
+  /** Observers of every run of this fabric (the server's metrics). */
+  readonly #observers: RunObserver[] = [];
   /** The control plane, opened with the first run (or `controlStore()`); null when disabled. */
   #control: Promise<ControlPlane | null> | undefined;
   /** The run queue and worker registry (`queue: postgres`), opened on first use. */
@@ -336,12 +344,18 @@ export class Fabric {
     const problem = requestProblem(request);
     if (problem !== null) return Promise.reject(new FabricError('usage', `fabric.run: ${problem}`));
     const priority = this.#runsStarted++;
-    const run = this.#runs.run(request, priority);
+    const observers = [...(request.observers ?? []), ...this.#observers];
+    const run = this.#runs.run(this.#observers.length === 0 ? request : { ...request, observers }, priority);
     this.#inflight.add(run);
     const forget = () => this.#inflight.delete(run);
     run.then(forget, forget);
     if (this.#spans !== null) this.#traceRun(run, this.#spans);
     return run;
+  }
+
+  /** Sees the events of every run this fabric starts from now on (a server's metrics, SPEC §21). */
+  observeRuns(observer: RunObserver): void {
+    this.#observers.push(observer);
   }
 
   /** Sends the run's trace once it has ended; a receiver that fails is reported, never fails the run. */

@@ -1,6 +1,12 @@
+import type { RunObserver } from '../application/ports.ts';
+import { RunMetricsObserver } from '../application/telemetry/run-metrics.ts';
 import type { SpanExporter } from '../application/telemetry/span-record.ts';
 import type { FabricConfig } from '../config/load.ts';
 import { tracesUrl } from '../config/telemetry.ts';
+import {
+  type MetricsEndpoint,
+  createPrometheusMetrics,
+} from '../infrastructure/telemetry/prometheus-metrics.ts';
 import { OtlpSpanExporter } from '../infrastructure/telemetry/otlp-span-exporter.ts';
 import { FABRIC_VERSION } from './version.ts';
 
@@ -16,4 +22,13 @@ export function spanExporterFor(config: Pick<FabricConfig, 'telemetry'>, url?: s
     serviceName: config.telemetry.service_name,
     serviceVersion: FABRIC_VERSION,
   });
+}
+
+/** The Prometheus metrics of every run `fabric` starts from now on, for a server's `/metrics`. */
+export async function serveMetrics(fabric: {
+  observeRuns(observer: RunObserver): void;
+}): Promise<MetricsEndpoint> {
+  const metrics = await createPrometheusMetrics();
+  fabric.observeRuns(new RunMetricsObserver(metrics));
+  return metrics;
 }

@@ -28,6 +28,8 @@ export interface AppDeps {
   readonly hub?: RunHub | undefined;
   /** The batteries this server runs; the server passes its own so that it can cancel them on shutdown. */
   readonly batteries?: BatteryHub | undefined;
+  /** `GET /metrics` in Prometheus's text format (SPEC §21); absent: no such route. */
+  readonly metrics?: { readonly contentType: string; text(): Promise<string> } | undefined;
   /** Diagnostics (runs started and ended, unexpected errors). */
   readonly log?: ((line: string) => void) | undefined;
 }
@@ -82,6 +84,12 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
       },
     }),
   );
+  // Behind the bearer check like the API: beyond loopback a scraper sends the token.
+  const metrics = deps.metrics;
+  if (metrics !== undefined)
+    app.get('/metrics', async (c) =>
+      c.body(await metrics.text(), 200, { 'content-type': metrics.contentType }),
+    );
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
   app.route('/v1/batteries', batteryRoutes({ fabric: deps.fabric, batteries, log }));

@@ -1,5 +1,6 @@
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { serveMetrics } from '../../../composition/telemetry.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { startQueueReaper } from '../../../composition/worker.ts';
 import { createApp } from '../../http/app.ts';
@@ -78,9 +79,10 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.
   await fabric.controlStore();
+  const metrics = await serveMetrics(fabric);
   const hub = new RunHub(fabric);
   const batteries = new BatteryHub();
-  const app = createApp({ fabric, token, requireToken, hub, batteries, log });
+  const app = createApp({ fabric, token, requireToken, hub, batteries, log, metrics });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
     server = await listen(app.fetch, { host, port });
