@@ -65,6 +65,8 @@ export interface ExecuteTaskInput {
   readonly windowTokens?: number;
   /** How the window came to be, when a reader should know (loaded now, less than asked for). */
   readonly windowNote?: string;
+  /** Where the window came from, for `run_start`. */
+  readonly windowSource?: string;
   /** Where whole outputs of cut results are kept; without it a large result is only cut. */
   readonly outputs?: KeptOutputs;
 }
@@ -306,6 +308,7 @@ async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput): Prom
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
     ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
     ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
+    ...(input.windowSource === undefined ? {} : { window_source: input.windowSource }),
     ...(input.profile === undefined
       ? {}
       : {
