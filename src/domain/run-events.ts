@@ -53,6 +53,8 @@ export interface RunEventBodies {
     window_tokens?: number;
     /** How that window came to be, when a reader should know (SPEC §17): loaded now, or less than asked for. */
     window_note?: string;
+    /** Where the window came from: the server's own figure (num_ctx, /props n_ctx, max_model_len, …) or the target. */
+    window_source?: string;
     profile?: {
       matched: string[];
       source?: string;

@@ -41,6 +41,8 @@ export interface ExecuteTaskInput {
   readonly windowTokens?: number;
   /** How the window came to be, when a reader should know (loaded now, less than asked for). */
   readonly windowNote?: string;
+  /** Where the window came from, for `run_start`. */
+  readonly windowSource?: string;
   /** Where whole outputs of cut results are kept; without it a large result is only cut. */
   readonly outputs?: KeptOutputs;
   /** Takes the workspace's fingerprint after each step (`step_end`, SPEC §18); none: not recorded. */

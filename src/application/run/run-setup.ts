@@ -35,6 +35,7 @@ export async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
     ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
     ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
+    ...(input.windowSource === undefined ? {} : { window_source: input.windowSource }),
     ...(input.profile === undefined
       ? {}
       : {

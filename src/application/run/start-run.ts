@@ -300,6 +300,7 @@ export class RunStarter {
       profile,
       ...(window.tokens === undefined ? {} : { windowTokens: window.tokens }),
       ...(window.note === undefined ? {} : { windowNote: window.note }),
+      ...(window.source === undefined ? {} : { windowSource: window.source }),
       ...(this.#deps.outputs === undefined ? {} : { outputs: this.#deps.outputs }),
       ...(workspace === undefined || this.#deps.fingerprints === undefined
         ? {}
