@@ -416,4 +416,26 @@ describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => 
   });
 });
 
+describe('one system message, at index 0 (issue 36, Q8)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it("a stuck warning goes as a user message, which llama-server's template accepts", async () => {
+    const same: ScriptedTurn = { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } };
+    server = await startFakeLlamaServer({ model: QWEN, script: [same, same, same, same, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(events.find((e) => e.kind === 'run_stuck')).toMatchObject({ action: 'warned' });
+    const last = server.chatRequests().at(-1)?.body as { messages: { role: string }[] };
+    expect(last.messages.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(last.messages[0]?.role).toBe('system');
+    expect(last.messages.at(-1)?.role).toBe('user');
+  });
+});
+
 const FINISH_ARGS = { summary: 'Converted.', answer: '1.864114 mi' };
