@@ -161,6 +161,8 @@ export function startFakeVllm(options: {
   respond?: Respond;
   /** A Mistral-family template (or `--tokenizer-mode mistral`): ids must be nine alphanumerics (Q10). */
   mistralIds?: boolean;
+  /** An XML-style `--tool-call-parser` (qwen3_coder): typeless parameters arrive as text (Q2). */
+  xmlToolParser?: boolean;
 }): Promise<FakeLlmServer> {
   const flat = (code: number, type: string, message: string) =>
     jsonAnswer(code, { object: 'error', message, type, param: null, code });
@@ -168,6 +170,7 @@ export function startFakeVllm(options: {
     flavor: 'lm_studio',
     streamStyle: 'openai',
     maxTokens: 'vllm',
+    ...(options.xmlToolParser === true ? { typelessAsText: true } : {}),
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {

@@ -24,6 +24,8 @@ export interface ChatContext {
   promptTokens: number;
   /** The names of the tools the request offered. */
   offered?: readonly string[];
+  /** The request's `tools`, as sent. */
+  tools?: unknown;
   /** The request's `max_tokens`, when it set one. */
   maxTokens?: number;
   /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
@@ -143,4 +145,29 @@ export function cutAtMaxTokens(
 export function dropUnreadCalls(reply: ResolvedReply, offered: readonly string[]): ResolvedReply {
   if (reply.toolCalls.every((call) => offered.includes(call.name))) return reply;
   return { ...reply, content: '', toolCalls: [], finishReason: 'stop' };
+}
+
+/** vLLM's XML parsers: a parameter whose schema has no `type` (an unresolved `$ref`) comes as text (Q2). */
+export function typelessAsText(reply: ResolvedReply, tools: unknown): ResolvedReply {
+  const schemas = new Map<string, Record<string, { type?: unknown }>>();
+  for (const tool of Array.isArray(tools) ? tools : []) {
+    const fn = (tool as { function?: { name?: string; parameters?: { properties?: object } } }).function;
+    if (fn?.name !== undefined)
+      schemas.set(fn.name, (fn.parameters?.properties ?? {}) as Record<string, { type?: unknown }>);
+  }
+  const toolCalls = reply.toolCalls.map((call) => {
+    const args = call.argumentsObject;
+    const properties = schemas.get(call.name);
+    if (properties === undefined || typeof args !== 'object' || args === null) return call;
+    const out = Object.fromEntries(
+      Object.entries(args).map(([key, value]) => [
+        key,
+        properties[key] !== undefined && properties[key].type === undefined && typeof value !== 'string'
+          ? JSON.stringify(value)
+          : value,
+      ]),
+    );
+    return { ...call, argumentsObject: out, argumentsText: JSON.stringify(out) };
+  });
+  return { ...reply, toolCalls };
 }

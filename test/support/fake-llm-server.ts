@@ -22,6 +22,7 @@ import {
   type ChatContext,
   cutAtMaxTokens,
   dropUnreadCalls,
+  typelessAsText,
   estimatePromptTokens,
   resolveReply,
 } from './fake-llm-reply.ts';
@@ -206,6 +207,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       ...(options.zeroUsage === true ? { zeroUsage: true } : {}),
       ...(typeof request.max_tokens === 'number' ? { maxTokens: request.max_tokens } : {}),
       offered: toolNames(body),
+      tools: (body as { tools?: unknown }).tools,
     };
     return renderTurn(api, turn, ctx);
   };
@@ -282,7 +284,8 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     }
     if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
     const whole = resolveReply(turn.reply, ctx.promptTokens);
-    const parsed = options.templateToolParser === true ? dropUnreadCalls(whole, ctx.offered ?? []) : whole;
+    const read = options.typelessAsText === true ? typelessAsText(whole, ctx.tools) : whole;
+    const parsed = options.templateToolParser === true ? dropUnreadCalls(read, ctx.offered ?? []) : read;
     const resolved =
       options.maxTokens === undefined || ctx.maxTokens === undefined
         ? parsed

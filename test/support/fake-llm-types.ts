@@ -173,6 +173,12 @@ export interface FakeLlmServerOptions {
    * parse, and the answer is an empty message whose tokens are counted (ollama #17274, Q19).
    */
   templateToolParser?: boolean;
+  /**
+   * vLLM's XML-style tool parsers (qwen3_coder, glm4_moe…): each parameter is converted by the
+   * type its schema in the request declares, and one without a `type` — an unresolved `$ref` —
+   * arrives as a JSON string (vllm #46924: research/local-model-quirks-2.md Q2).
+   */
+  typelessAsText?: boolean;
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -6,6 +6,7 @@
  */
 import type { ChatMessage, ToolCall, ToolSpec } from '../../domain/messages.ts';
 import { isNineAlnum, nineAlnumId } from '../../domain/tool-call-ids.ts';
+import { simpleToolSchema } from '../../domain/tool-schema.ts';
 import { type CanonicalCall, canonicalCall } from './canonical-calls.ts';
 import type { RunRecorder } from './run-recorder.ts';
 
@@ -29,7 +30,8 @@ export async function storeCalls(
     readonly nineAlnumIds?: boolean;
   },
 ): Promise<CanonicalCall[]> {
-  const schemas = new Map(options.specs.map((spec) => [spec.name, spec.parameters]));
+  // Read against the schema as sent: a $ref inlined says the type the parameter has (Q2).
+  const schemas = new Map(options.specs.map((spec) => [spec.name, simpleToolSchema(spec.parameters)]));
   const used = usedCallIds(options.messages);
   const stored: CanonicalCall[] = [];
   for (const call of calls) {

@@ -1,4 +1,5 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { simpleToolSchema } from '../../domain/tool-schema.ts';
 import type { ChatMessage, ToolSpec } from '../../domain/messages.ts';
 
 /** Domain messages in the OpenAI chat-completions shape. */
@@ -38,7 +39,11 @@ function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
 export function toOpenAiTools(tools: readonly ToolSpec[]): ChatCompletionTool[] {
   return tools.map((tool) => ({
     type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } },
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: simpleToolSchema(tool.parameters),
+    },
   }));
 }
 

@@ -11,7 +11,11 @@ import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { runUnits } from '../../support/units-run.ts';
 import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
 import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
-import { makeSandbox } from '../../support/fabric-cli.ts';
+import { ROOT, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import type { RunResult } from '../../../src/domain/run-result.ts';
 
 /**
  * Issue 36: local models as they are, round two (research/local-model-quirks-2.md). Each case
@@ -353,6 +357,84 @@ describe('stream assembly (issue 36, Q29)', () => {
       '3 km = 1.864114 mi',
       '2 m = 200 cm',
     ]);
+  });
+});
+
+describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('a $ref parameter reaches vLLM inlined, so its XML parser types it and the call runs', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      xmlToolParser: true,
+      script: [
+        { reply: { toolCalls: [{ name: 'book_period', arguments: { period: { kind: 'week' } } }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Booked a week.' } }] } },
+      ],
+    });
+    sandbox = await makeSandbox({
+      llm: {
+        retry: { max_attempts: 3, base_delay_ms: 5, max_delay_ms: 20 },
+        probe_timeout_ms: 1000,
+        backends: [{ kind: 'vllm', url: server.url }],
+      },
+      specialists: {
+        periods: {
+          builder: `${join(ROOT, 'test/support/ref-schema-pack.ts')}#buildPack`,
+          description: 'periods',
+        },
+      },
+    });
+    const out = await runFabricInProcess(
+      ['run', '-s', 'periods', '--json', '--config', sandbox.configPath, 'book a week'],
+      { env: testEnv(sandbox, 'http://127.0.0.1:9'), cwd: sandbox.dir },
+    );
+    const result = JSON.parse(out.stdout) as RunResult;
+    expect(result.status).toBe('succeeded');
+    const events = parseRunlog(await readFile(result.runlog ?? '', 'utf8'), result.runlog ?? '').events;
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: 'booked a week' });
+    const sent = (server.chatRequests()[0]!.body as { tools: { function: { parameters: unknown } }[] })
+      .tools[0];
+    expect(sent?.function.parameters).toEqual({
+      type: 'object',
+      properties: {
+        period: {
+          type: 'object',
+          properties: { kind: { type: 'string' } },
+          required: ['kind'],
+          description: 'the period to book',
+        },
+        email: { type: 'string' },
+      },
+      required: ['period'],
+    });
+  });
+});
+
+describe('one system message, at index 0 (issue 36, Q8)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it("a stuck warning goes as a user message, which llama-server's template accepts", async () => {
+    const same: ScriptedTurn = { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } };
+    server = await startFakeLlamaServer({ model: QWEN, script: [same, same, same, same, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(events.find((e) => e.kind === 'run_stuck')).toMatchObject({ action: 'warned' });
+    const last = server.chatRequests().at(-1)?.body as { messages: { role: string }[] };
+    expect(last.messages.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(last.messages[0]?.role).toBe('system');
+    expect(last.messages.at(-1)?.role).toBe('user');
   });
 });
 

@@ -1,4 +1,5 @@
 import type { ChatMessage, ToolSpec } from '../../../domain/messages.ts';
+import { simpleToolSchema } from '../../../domain/tool-schema.ts';
 import { asRecord, numberField, stringField } from '../http-json.ts';
 
 /**
@@ -49,7 +50,11 @@ function argumentsObject(text: string): Record<string, unknown> {
 export function toOllamaTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
   return tools.map((tool) => ({
     type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } },
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: simpleToolSchema(tool.parameters),
+    },
   }));
 }
 
