@@ -233,6 +233,7 @@ describe('docs/errors.md, code by code', () => {
     ],
     run_not_resumable: async () => [
       await cli(['resume', 'done-run', '--json', '--config', sandbox.configPath]),
+      await post('/v1/runs/done-run/resume', {}),
     ],
     runlog_corrupt: async () => [
       await cli([

@@ -34,11 +34,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   const budget = AbortSignal.timeout(input.limits.budgetMs);
   const signal = AbortSignal.any([input.signal, budget]);
   try {
-    if (input.resume === undefined) {
-      await recordStart(recorder, input);
-      // The workspace as the run found it: what the first step's effects are told against.
-      await endStep(recorder, input, state);
-    }
+    if (input.resume === undefined) await recordStart(recorder, input);
     await input.pack.open(input.signal);
     const tools = input.pack.tools();
     let conversation: Conversation = {
@@ -79,9 +75,11 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       offerPaging(resumed.offerPaging);
       if (resumed.payload !== undefined)
         outcome = { kind: 'finished', payload: resumed.payload, via: 'finish_task' };
-      // The workspace as the resume left it: a later resume tells only what changed after.
-      await endStep(recorder, input, state);
     }
+    // The workspace as the run found it (or the resume left it): what the next step's effects,
+    // and a later resume's drift, are told against. After the window check: a run that cannot
+    // start records nothing more.
+    await endStep(recorder, input, state);
     const watch = new StuckWatch(input.limits.stuckRepeats);
     let warned = false;
     let stuck: StuckPattern | null = null;

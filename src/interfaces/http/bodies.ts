@@ -23,6 +23,12 @@ export const StartRunBody = v.strictObject({
 });
 
 /** `POST /v1/runs/:id/replay`. */
+/** `POST /v1/runs/:id/resume` (SPEC §18): N more steps, and whether to go on over a changed config. */
+export const ResumeRunBody = v.strictObject({
+  max_steps: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
+  force: v.optional(v.boolean()),
+});
+
 export const ReplayBody = v.strictObject({
   execute: v.optional(v.boolean(), false),
   workspace: v.optional(absolutePath),

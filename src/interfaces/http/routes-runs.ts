@@ -14,6 +14,7 @@ import { createRunReplay } from '../../composition/replay.ts';
 import { ApiError } from './api-error.ts';
 import {
   ReplayBody,
+  ResumeRunBody,
   StartRunBody,
   lastEventIdHeader,
   limitParam,
@@ -135,6 +136,28 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
       'content-type': 'application/x-ndjson',
       'content-disposition': `attachment; filename="${id}.runlog.jsonl"`,
     });
+  });
+
+  // Goes on with a run its process left (SPEC §18): 202 and Location as for a new run; refusals 409.
+  app.post('/:id/resume', async (c) => {
+    const body = validateBody(ResumeRunBody, await readJson(c.req.raw));
+    const id = c.req.param('id');
+    const backlog = (await fabric.runLogStore.read(id)).events;
+    const runId = backlog[0]?.run_id ?? id;
+    const live = await hub.resume(runId, backlog, (observer, signal) =>
+      fabric.resume({
+        run: runId,
+        moreSteps: body.max_steps,
+        force: body.force === true,
+        observers: [observer],
+        signal,
+      }),
+    );
+    log(`run ${runId} resumed`);
+    void live.settled.then((result) => log(`run ${runId} ${result?.status ?? 'failed'}`));
+    const links = runLinks(runId);
+    c.header('Location', links.self);
+    return c.json({ run_id: runId, status: 'running' as const, links }, 202);
   });
 
   app.post('/:id/cancel', async (c) => {

@@ -52,6 +52,28 @@ export class RunHub {
     return live;
   }
 
+  /**
+   * Resumes a run (SPEC §18) and resolves once its runlog has `run_resumed`, so refusals reject
+   * here. `backlog` is the runlog so far: followers and readers of the live run see it whole.
+   */
+  async resume(
+    runId: string,
+    backlog: readonly RunEvent[],
+    resume: (observer: RunObserver, signal: AbortSignal) => Promise<RunResult>,
+  ): Promise<LiveRun> {
+    let started: () => void = () => {};
+    const hasStarted = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const { live, result } = this.#launch({ specialist: '', task: '' }, started, {
+      runId,
+      backlog,
+      run: (request) => resume(request.observers?.[0] as RunObserver, request.signal),
+    });
+    await Promise.race([hasStarted, result]);
+    return live;
+  }
+
   /** Runs to the end (the MCP server's `run_task`); the run is live here while it lasts. */
   run(request: HubRunRequest): Promise<RunResult> {
     return this.#launch(request, () => {}).result;
@@ -96,18 +118,26 @@ export class RunHub {
     await Promise.all(runs.map((live) => live.settled));
   }
 
-  #launch(request: HubRunRequest, onStarted: () => void): { live: LiveRun; result: Promise<RunResult> } {
-    const runId = this.#runner.newRunId();
+  #launch(
+    request: HubRunRequest,
+    onStarted: () => void,
+    resumed?: {
+      readonly runId: string;
+      readonly backlog: readonly RunEvent[];
+      readonly run: RunTask;
+    },
+  ): { live: LiveRun; result: Promise<RunResult> } {
+    const runId = resumed?.runId ?? this.#runner.newRunId();
     const controller = new AbortController();
     const signal =
       request.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, request.signal]);
-    const events: RunEvent[] = [];
+    const events: RunEvent[] = [...(resumed?.backlog ?? [])];
     const subscribers = new Set<(event: RunEvent) => void>();
     const watchers = this.#watchers;
     const fanOut: RunObserver = {
       onEvent(event) {
         events.push(event);
-        if (event.kind === 'run_start') onStarted();
+        if (event.kind === 'run_start' || event.kind === 'run_resumed') onStarted();
         for (const subscriber of subscribers) {
           try {
             subscriber(event);
@@ -126,12 +156,9 @@ export class RunHub {
       onText() {},
       onToolCallStarted() {},
     };
-    const result = this.#runner.run({
-      ...request,
-      runId,
-      signal,
-      observers: [fanOut, ...(request.observers ?? [])],
-    });
+    const runRequest = { ...request, runId, signal, observers: [fanOut, ...(request.observers ?? [])] };
+    // Called on the runner, not detached from it (a Fabric's run uses its own fields).
+    const result = resumed === undefined ? this.#runner.run(runRequest) : resumed.run(runRequest);
     const settled = result.then(
       (value) => value,
       () => null,

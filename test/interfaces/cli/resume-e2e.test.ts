@@ -13,6 +13,9 @@ import {
 } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { createApp } from '../../../src/interfaces/http/app.ts';
+import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
+import { makeFabric } from '../http/http-harness.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
 // Waiting for another process to get somewhere, not a measure of speed.
@@ -186,5 +189,37 @@ describe('fabric resume after the run was killed', () => {
       cwd: sandbox.dir,
     });
     expect(JSON.parse(listed.stdout)).toMatchObject({ runs: [{ run_id: runId, status: 'succeeded' }] });
+  });
+
+  it('resumes through POST /v1/runs/:id/resume (202 and Location), and answers 409 for a run that succeeded', async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected, accepted] = CONVERSION_SCRIPT;
+    if (!convert || !rejected || !accepted) throw new Error('script');
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, { hang: true }, rejected, accepted],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const runId = await killedRun(['-s', 'units', 'Convert 3 km to miles'], env, 2);
+    const fabric = await makeFabric(sandbox, llm.url);
+    const hub = new RunHub(fabric);
+    const app = createApp({ fabric, token: undefined, requireToken: false, hub });
+    cleanups.push(() => fabric.close());
+    cleanups.push(() => hub.close());
+
+    const response = await app.request(`/v1/runs/${runId}/resume`, { method: 'POST' });
+    expect(response.status).toBe(202);
+    expect(response.headers.get('location')).toBe(`/v1/runs/${runId}`);
+    expect(await response.json()).toMatchObject({ run_id: runId, status: 'running' });
+    await vi.waitFor(async () => {
+      const view = (await (await app.request(`/v1/runs/${runId}`)).json()) as { status: string };
+      expect(view.status).toBe('succeeded');
+    }, PATIENCE);
+    expect(sent(2)).toBe(sent(1));
+
+    const again = await app.request(`/v1/runs/${runId}/resume`, { method: 'POST' });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ error: { code: 'run_not_resumable' } });
   });
 });
