@@ -12,6 +12,8 @@ import { openControlStore } from '../infrastructure/control/open-control-store.t
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { gitRunsDirOf } from '../infrastructure/daemon/daemon-runs-dir.ts';
+
+export { servedRunsDir } from '../infrastructure/daemon/daemon-runs-dir.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { MergedRunLogs } from '../infrastructure/runlog/merged-run-logs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';

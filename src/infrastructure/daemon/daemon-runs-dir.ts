@@ -15,6 +15,20 @@ export function daemonRunsDir(runsDir: string, repo: string): string {
 }
 
 /**
+ * The runs directory `fabric serve` uses: the daemon's (`daemonRunsDir`) when the config's lies
+ * in the work tree of a repository a daemon works in (its `openspec/` or the daemon's runs in
+ * the git directory), so the server shows the daemon's runs and never writes its database into
+ * the work tree, which would make the next `fabric daemon` refuse a dirty tree (issue 34).
+ */
+export function servedRunsDir(runsDir: string): string {
+  const top = workTreeOf(runsDir);
+  if (top === null) return runsDir;
+  const daemons = gitRunsDirOf(top);
+  const daemonRepo = existsSync(join(top, 'openspec')) || (daemons !== null && existsSync(daemons));
+  return daemonRepo ? daemonRunsDir(runsDir, top) : runsDir;
+}
+
+/**
  * The runs directory a daemon keeps in the git directory of the work tree `path` lies in
  * (`.git/fabric/runs`), whatever config it ran with; null outside a work tree.
  */

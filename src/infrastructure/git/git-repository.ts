@@ -58,10 +58,14 @@ export class GitRepository implements Repository {
     }
     const dirty = await this.#status();
     if (dirty !== '') {
-      const files = dirty.split('\n').slice(0, 10).join('\n  ');
+      const lines = dirty.split('\n').filter((line) => line !== '');
+      const shown = lines.slice(0, 10).join('\n  ');
+      // Say how many there are: ten of 973 listed silently looked like ten (issue 34).
+      const more = lines.length > 10 ? `\n  … and ${lines.length - 10} more (git status lists them all)` : '';
+      const count = lines.length === 1 ? '1 file' : `${lines.length} files`;
       throw new FabricError(
         'usage',
-        `${this.#root} has uncommitted changes; the daemon refuses to start so that it never discards work it did not make. Commit or stash them first:\n  ${files}`,
+        `${this.#root} has uncommitted changes (${count}); the daemon refuses to start so that it never discards work it did not make. Commit or stash them first:\n  ${shown}${more}`,
       );
     }
   }

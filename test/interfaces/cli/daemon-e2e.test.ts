@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -312,8 +312,23 @@ describe('fabric daemon on a real git repository with a real crate', () => {
       cwd: sandbox.dir,
     });
     expect(run.exitCode).toBe(2);
-    expect(run.stderr).toMatch(/uncommitted changes.*never discards work it did not make/);
+    expect(run.stderr).toMatch(/uncommitted changes \(1 file\).*never discards work it did not make/);
     expect(await readFile(join(repo, 'src/lib.rs'), 'utf8')).toBe('// my unsaved idea\n');
+  });
+
+  it('says how many files are dirty when there are more than it lists', async () => {
+    const repo = await daemonRepo({ 'openspec/changes/alpha/tasks.md': '- [ ] 1.1 Something\n' });
+    await mkdir(join(repo, 'scratch'));
+    for (let i = 0; i < 13; i++) await writeFile(join(repo, 'scratch', `f${i}.txt`), 'x\n');
+    sandbox = await makeSandbox(config);
+    const run = await spawnFabric(['daemon', '--repo', repo, '--once', '--config', sandbox.configPath], {
+      env: testEnv(sandbox, 'http://127.0.0.1:9'),
+      cwd: sandbox.dir,
+    });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain('has uncommitted changes (13 files)');
+    expect(run.stderr.split('\n').filter((line) => line.startsWith('  ?? '))).toHaveLength(10);
+    expect(run.stderr).toContain('  … and 3 more (git status lists them all)');
   });
 
   it('waits for a backend that is down at the start without spending an attempt, then does the task', async () => {

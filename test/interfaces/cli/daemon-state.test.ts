@@ -13,6 +13,7 @@ import {
 } from '../../support/daemon-repo.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { listeningOn } from '../../support/served.ts';
 import { tempDir } from '../../support/temp-dirs.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
@@ -156,6 +157,17 @@ describe("the daemon's state", () => {
     expect(replay.stdout).toContain(`run ${runs[0]!.run_id} · ${join(repo, '.git/fabric/runs')}`);
     const shown = await spawnFabric(['runs', 'show', runs[1]!.run_id.slice(0, 22)], { env, cwd: repo });
     expect(shown.exitCode, shown.stderr).toBe(0);
+    // fabric serve inside the repository shows the daemon's runs and writes nothing into the tree.
+    const serve = spawnFabric(['serve', '--port', '0'], { env, cwd: repo });
+    try {
+      const { url } = await listeningOn(serve);
+      const listing = await (await fetch(`${url}/v1/runs`)).text();
+      expect(listing).toContain(runs[0]!.run_id);
+      expect((await fetch(`${url}/runs/${runs[0]!.run_id}`)).status).toBe(200);
+    } finally {
+      serve.kill('SIGTERM');
+      await serve;
+    }
     expect((await sh('git', 'status', '--porcelain', '--untracked-files=all')).stdout).toBe('');
     // A second start is not refused for anything the first left.
     const second = await spawnFabric(['daemon', '--once'], { env, cwd: repo });

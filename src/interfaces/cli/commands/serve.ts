@@ -1,4 +1,5 @@
 import { loadConfig } from '../../../config/load.ts';
+import { servedRunsDir } from '../../../composition/control-store.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { serveMetrics } from '../../../composition/telemetry.ts';
 import { createFabric } from '../../../composition/fabric.ts';
@@ -61,7 +62,9 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
     throw new FabricError('usage', `fabric serve takes no arguments (got "${positionals.join(' ')}").`);
   const host = values.host ?? '127.0.0.1';
   const port = portOf(values.port ?? '8787');
-  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const loaded = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  // Inside a daemon's repository: the daemon's runs directory, outside the work tree.
+  const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir) };
   const token = config.api.token;
   const requireToken = !isLoopbackHost(host);
   if (requireToken && token === undefined) {
