@@ -39,6 +39,7 @@ function context(parts: { runner?: QueuedRunner; validator?: QueuedValidator; ho
         git.restores += 1;
       },
       changedFiles: async () => ['src/lib.rs'],
+      ensureReady: async () => {},
       commit: async (message) => {
         if (parts.hookFails) throw new FabricError('tool_failed', 'pre-commit said no');
         git.commits.push(message);
