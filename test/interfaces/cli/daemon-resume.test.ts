@@ -1,3 +1,4 @@
+import { readFile, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DAEMON_CONFIG,
@@ -33,7 +34,8 @@ describe('fabric daemon started again after a SIGKILL mid-attempt', () => {
     await sandbox?.cleanup();
   });
 
-  it('resumes the interrupted attempt under its run id: no attempt spent, the tree kept, no recorded turn asked again', async () => {
+  /** A daemon killed while the fake holds its second turn, the first turn's edits in the tree. */
+  async function killedDaemon() {
     const repo = await daemonRepo({
       'openspec/changes/alpha/proposal.md': '# Alpha\n',
       'openspec/changes/alpha/tasks.md': '## 1. Shapes\n- [ ] 1.1 Add double\n',
@@ -86,6 +88,12 @@ describe('fabric daemon started again after a SIGKILL mid-attempt', () => {
     const left = await git(repo, 'status', '--porcelain');
     expect(left).toContain('src/double.rs');
 
+    return { repo, head0, args, env, fake };
+  }
+
+  it('resumes the interrupted attempt under its run id: no attempt spent, the tree kept, no recorded turn asked again', async () => {
+    const { repo, head0, args, env, fake } = await killedDaemon();
+    if (!sandbox) throw new Error('no sandbox');
     const second = await spawnFabric(args, { env, cwd: sandbox.dir });
     expect(second.exitCode, second.stderr).toBe(0);
     const events = second.stdout
@@ -113,5 +121,27 @@ describe('fabric daemon started again after a SIGKILL mid-attempt', () => {
     expect(await git(repo, 'rev-list', '--count', `${head0}..HEAD`)).toBe('1');
     expect(await git(repo, 'show', '--name-only', '--format=', 'HEAD')).toContain('src/double.rs');
     expect(await git(repo, 'status', '--porcelain')).toBe('');
+  });
+
+  it('says why a run it cannot resume is not resumed, and then does as before: refuses the tree the attempt left', async () => {
+    const { repo, args, env } = await killedDaemon();
+    if (!sandbox) throw new Error('no sandbox');
+    // The config changed while the daemon was down: the run would not go on as it began.
+    const configured = await readFile(sandbox.configPath, 'utf8');
+    await writeFile(sandbox.configPath, configured.replace('max_steps: 8', 'max_steps: 9'));
+
+    const second = await spawnFabric(args, { env, cwd: sandbox.dir });
+    expect(second.exitCode, second.stderr).toBe(2);
+    const refused = second.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Event)
+      .find((e) => e.event === 'resume_refused');
+    expect(refused?.reason).toContain('the config changed');
+    expect(second.stderr).toContain('is not resumed');
+    expect(second.stderr).toContain('has uncommitted changes');
+    // Nothing discarded, nothing committed, no attempt spent.
+    expect(await git(repo, 'status', '--porcelain')).toContain('src/double.rs');
+    expect(refused?.task?.attempts).toBe(0);
   });
 });
