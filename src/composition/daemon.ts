@@ -94,7 +94,11 @@ export async function createCompletionDaemon(
   });
   const fabric = createFabric(config, { onDegraded: setup.onDegraded });
   const runner = new SpecialistTaskRunner(
-    { run: (request) => fabric.run(request), refreshCatalog: () => fabric.refreshCatalog() },
+    {
+      run: (request) => fabric.run(request),
+      resume: (request) => fabric.resume(request),
+      refreshCatalog: () => fabric.refreshCatalog(),
+    },
     {
       specialist,
       workspace: repo,

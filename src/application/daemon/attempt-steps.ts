@@ -15,6 +15,8 @@ export type AttemptOutcome =
   | { readonly kind: 'cancelled' }
   /** No model reachable: no attempt was spent; the daemon waits and tries again. */
   | { readonly kind: 'backend_down'; readonly message: string }
+  /** The interrupted attempt's run cannot go on (why): no attempt was spent; the daemon starts it again. */
+  | { readonly kind: 'not_resumable'; readonly reason: string }
   /** The attempt was spent and failed (the run, or the validation): the feedback goes to the next. */
   | { readonly kind: 'failed'; readonly feedback: string }
   /** The run succeeded and the validation passed: the task can be ticked and committed. */
@@ -57,6 +59,10 @@ export interface AttemptInput {
   readonly record: DaemonTaskRecord;
   readonly attempt: number;
   readonly text: string;
+  /** The run's id, in the state before the run starts. */
+  readonly runId: string;
+  /** Go on with the run `runId` a killed daemon left instead of starting one. */
+  readonly resume: boolean;
   /** The model to ask for (escalation); undefined: the runner's own. */
   readonly model?: string | undefined;
   readonly times: TaskTimes;
@@ -102,13 +108,20 @@ export async function attemptTask(ports: AttemptPorts, input: AttemptInput): Pro
 export async function runStep(ports: AttemptPorts, input: AttemptInput): Promise<RunStepOutcome> {
   const { record, attempt, signal } = input;
   const start = ports.clock.now().getTime();
-  const started = await ports.runner.run(input.text, signal, input.model);
+  const runner = ports.runner;
+  const started = !input.resume
+    ? await runner.run(input.text, signal, input.model, input.runId)
+    : runner.resume === undefined
+      ? ({ kind: 'not_resumable', reason: 'this daemon cannot resume runs' } as const)
+      : await runner.resume(input.runId, signal);
   input.times.runMs += ports.clock.now().getTime() - start;
   if (started.kind === 'cancelled' || signal.aborted) return { kind: 'cancelled' };
+  if (started.kind === 'not_resumable') return started;
   if (started.kind === 'backend_down') return { kind: 'backend_down', message: started.message };
   ports.backendUp();
   const { result } = started;
   record.attempts = attempt;
+  record.run_in_flight = null;
   record.run_ids.push(result.run_id);
   record.models = [...(record.models ?? []), result.model];
   record.tokens += result.usage.total_tokens;

@@ -11,7 +11,7 @@ import type {
 } from './daemon-ports.ts';
 import type { DaemonEvent, StampedDaemonEvent } from './daemon-events.ts';
 import { type DaemonState, emptyState } from './daemon-state.ts';
-import { findRecord, taskView } from './daemon-status.ts';
+import { findRecord, recordView, taskView } from './daemon-status.ts';
 import { type OpenSpecSource, workOrder } from './openspec.ts';
 import type { Repository } from './repository.ts';
 import { type TaskWorkContext, workTask } from './task-work.ts';
@@ -63,6 +63,13 @@ export interface CompletionDaemonOptions {
   readonly baseline?: boolean;
 }
 
+/** A task's attempt a killed daemon left, and its run. */
+interface Interrupted {
+  readonly change: string;
+  readonly id: string;
+  readonly runId: string;
+}
+
 /** How a daemon ended: cancelled (SIGINT/SIGTERM) or after `--once`, and how many tasks are blocked. */
 export interface DaemonOutcome {
   readonly cancelled: boolean;
@@ -80,6 +87,10 @@ export class CompletionDaemon {
   readonly #options: CompletionDaemonOptions;
   #state: DaemonState;
   #retryBlocked: boolean;
+  /** The attempt a killed daemon left, to resume when its task comes up (SPEC §18). */
+  #interrupted: Interrupted | null = null;
+  /** Why the attempt a killed daemon left is not resumed, said after daemon_start. */
+  #refused: DaemonEvent | null = null;
   /** The tests failing at each HEAD the baseline ran at. */
   readonly #baselines = new Map<string, ReadonlySet<string>>();
   /** When the current outage began (ms), across tasks; null while a model answers. */
@@ -101,7 +112,10 @@ export class CompletionDaemon {
     let started = false;
     try {
       this.#state = (await this.#deps.state.load()) ?? this.#state;
-      await git.ensureReady();
+      const interrupted = await this.#findInterrupted();
+      // The tree as the killed attempt left it is its work, and the resumed run goes on with it.
+      await git.ensureReady({ dirtyOk: interrupted !== null });
+      this.#interrupted = interrupted;
       started = true;
       this.#state.pid = this.#deps.owner.pid;
       this.#state.host = this.#deps.owner.host;
@@ -115,6 +129,7 @@ export class CompletionDaemon {
         interval_s: Math.round(this.#options.intervalMs / 1000),
         once: this.#options.once,
       });
+      if (this.#refused !== null) this.#emit(this.#refused);
       for (;;) {
         const outcome = await this.#pass(signal);
         this.#retryBlocked = false;
@@ -160,9 +175,16 @@ export class CompletionDaemon {
           stopped = true;
           break;
         }
-        baseline ??= await this.#baseline(change.id, signal);
+        const resume = this.#takeInterrupted(change.id, task.id);
+        // The baseline needs the tree at HEAD: a resumed attempt is judged without one.
+        if (resume === undefined) baseline ??= await this.#baseline(change.id, signal);
+        const judged = resume === undefined ? (baseline ?? new Set<string>()) : new Set<string>();
         if (signal.aborted) return 'cancelled';
-        const outcome = await workTask(this.#taskContext(), { change, task, done, baseline }, signal);
+        const outcome = await workTask(
+          this.#taskContext(),
+          { change, task, done, baseline: judged, resume },
+          signal,
+        );
         if (outcome === 'cancelled') return 'cancelled';
         if (outcome === 'blocked') {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
@@ -187,6 +209,43 @@ export class CompletionDaemon {
     }
     this.#emit({ event: 'pass_end', ...counts });
     return 'idle';
+  }
+
+  /**
+   * The attempt a killed daemon left (its task `running`, its run's id saved), when its task is
+   * still to do as it was; otherwise null, and why it is not resumed is said.
+   */
+  async #findInterrupted(): Promise<Interrupted | null> {
+    const record = this.#state.tasks.find(
+      (t) => t.status === 'running' && typeof t.run_in_flight === 'string',
+    );
+    const runId = record?.run_in_flight;
+    if (record === undefined || runId === undefined || runId === null) return null;
+    const change = (await this.#deps.openspec.scan()).changes.find((c) => c.id === record.change);
+    const task = change?.tasks.find((t) => t.id === record.id);
+    const wanted = this.#options.changes.length === 0 || this.#options.changes.includes(record.change);
+    const why =
+      task === undefined
+        ? 'its task is no longer in the change'
+        : task.done
+          ? 'its task is ticked already'
+          : task.text !== record.text
+            ? 'its task text changed'
+            : !wanted
+              ? 'its change is not among --change'
+              : null;
+    if (why === null) return { change: record.change, id: record.id, runId };
+    record.run_in_flight = null;
+    this.#refused = { event: 'resume_refused', task: recordView(record), run_id: runId, reason: why };
+    return null;
+  }
+
+  /** The interrupted run to resume when this task comes up (once). */
+  #takeInterrupted(change: string, id: string): string | undefined {
+    const interrupted = this.#interrupted;
+    if (interrupted === null || interrupted.change !== change || interrupted.id !== id) return undefined;
+    this.#interrupted = null;
+    return interrupted.runId;
   }
 
   /**

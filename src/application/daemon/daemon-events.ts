@@ -54,6 +54,20 @@ export type DaemonEvent =
       /** The validation failed and is run again before the attempt is spent. */
       readonly rerun: boolean;
     }
+  /** An attempt a killed daemon left, going on under its run id: no attempt spent. */
+  | {
+      readonly event: 'task_resumed';
+      readonly task: DaemonTaskView;
+      readonly attempt: number;
+      readonly run_id: string;
+    }
+  /** An interrupted attempt that cannot go on, and why: the daemon does as without resume. */
+  | {
+      readonly event: 'resume_refused';
+      readonly task: DaemonTaskView;
+      readonly run_id: string;
+      readonly reason: string;
+    }
   | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
   | {
       readonly event: 'task_done';

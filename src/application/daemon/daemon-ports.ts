@@ -12,10 +12,21 @@ export type TaskRunResult =
   | { readonly kind: 'backend_down'; readonly message: string }
   | { readonly kind: 'cancelled' };
 
+/** What resuming an interrupted attempt's run came to: as a run, or why it cannot go on. */
+export type TaskResumeResult = TaskRunResult | { readonly kind: 'not_resumable'; readonly reason: string };
+
 /** Starts a specialist run in the repository (the rust specialist by default). */
 export interface TaskRunner {
-  /** `model`: the model to ask for; undefined: the runner's own (the specialist's). */
-  run(task: string, signal: AbortSignal, model?: string): Promise<TaskRunResult>;
+  /**
+   * `model`: the model to ask for; undefined: the runner's own (the specialist's). `runId`: the
+   * run's id, chosen by the daemon so that it is in the state before the run starts.
+   */
+  run(task: string, signal: AbortSignal, model?: string, runId?: string): Promise<TaskRunResult>;
+  /**
+   * Goes on with a run a killed daemon left (SPEC §18), under the same id; a runner without it
+   * cannot resume, and the daemon starts the attempt again as before.
+   */
+  resume?(runId: string, signal: AbortSignal): Promise<TaskResumeResult>;
 }
 
 /** The outcome of the validation commands. */

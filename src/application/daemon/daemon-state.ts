@@ -11,6 +11,11 @@ export interface DaemonTaskRecord {
   status: DaemonTaskStatus;
   attempts: number;
   run_ids: string[];
+  /**
+   * The run of the attempt under way, recorded before it starts (SPEC §18): a daemon killed
+   * mid-attempt resumes it when started again instead of spending another attempt.
+   */
+  run_in_flight?: string | null;
   /** The model of each attempt's run, in order (escalation: SPEC §11.1). */
   models?: string[];
   commit: string | null;

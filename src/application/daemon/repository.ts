@@ -15,8 +15,9 @@ export interface Repository {
   /**
    * Checks that the daemon may start: a git work tree with a first commit, on a branch, no merge
    * or rebase in progress, and nothing uncommitted (the daemon never discards what it did not make).
+   * `dirtyOk`: changes are allowed, for a daemon that resumes the attempt that made them (SPEC §18).
    */
-  ensureReady(): Promise<void>;
+  ensureReady(options?: { readonly dirtyOk?: boolean }): Promise<void>;
   /** Takes the one-daemon-per-repository lock; the returned function releases it. */
   lock(): Promise<() => Promise<void>>;
   /** The commit checked out. */

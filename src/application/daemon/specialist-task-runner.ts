@@ -3,9 +3,11 @@
  * repository per attempt, through the narrow `RunTask` port.
  */
 import { FabricError } from '../../domain/errors.ts';
+import type { RunResult } from '../../domain/run-result.ts';
 import type { RunObserver } from '../ports.ts';
+import type { ResumeRequest } from '../run/resume-run.ts';
 import type { RunTask } from '../run/run-request.ts';
-import type { TaskRunner, TaskRunResult } from './daemon-ports.ts';
+import type { TaskResumeResult, TaskRunner, TaskRunResult } from './daemon-ports.ts';
 
 /** Errors that mean no model can be reached: the daemon waits, and spends no attempt on them. */
 const BACKEND_DOWN = new Set(['backend_unavailable', 'model_not_found']);
@@ -14,6 +16,8 @@ const BACKEND_DOWN = new Set(['backend_unavailable', 'model_not_found']);
 export interface SpecialistTaskRunnerPorts {
   /** Starts a run (the run use case). */
   readonly run: RunTask;
+  /** Goes on with a run its process left (the resume use case, SPEC §18). */
+  readonly resume?: (request: ResumeRequest) => Promise<RunResult>;
   /** Forgets what the backends were last seen to have, so the next run asks them again. */
   readonly refreshCatalog: () => void;
 }
@@ -42,36 +46,61 @@ export class SpecialistTaskRunner implements TaskRunner {
     this.#options = options;
   }
 
-  async run(task: string, signal: AbortSignal, model?: string): Promise<TaskRunResult> {
+  async run(task: string, signal: AbortSignal, model?: string, runId?: string): Promise<TaskRunResult> {
+    return this.#guarded(
+      () =>
+        this.#ports.run({
+          specialist: this.#options.specialist,
+          task,
+          workspace: this.#options.workspace,
+          model: model ?? this.#options.model,
+          // A model given here is escalation's, from daemon.models.
+          modelFrom: model !== undefined ? 'daemon.models' : this.#options.modelFrom,
+          observers: this.#options.observers(),
+          signal,
+          ...(runId === undefined ? {} : { runId }),
+          ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
+        }),
+      signal,
+    );
+  }
+
+  /** Goes on with the run a killed daemon left; a refusal (`run_not_resumable`) is said, not thrown. */
+  async resume(runId: string, signal: AbortSignal): Promise<TaskResumeResult> {
+    const resume = this.#ports.resume;
+    if (resume === undefined) return { kind: 'not_resumable', reason: 'this daemon cannot resume runs' };
+    try {
+      return await this.#guarded(
+        () =>
+          resume({
+            run: runId,
+            observers: this.#options.observers(),
+            signal,
+            ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
+          }),
+        signal,
+      );
+    } catch (error) {
+      // Refused, or its runlog is missing or unreadable: the attempt starts again.
+      if (error instanceof FabricError) return { kind: 'not_resumable', reason: error.message };
+      throw error;
+    }
+  }
+
+  async #guarded(start: () => Promise<RunResult>, signal: AbortSignal): Promise<TaskRunResult> {
     if (this.#backendWasDown) {
       // The catalog keeps a failed probe for 30 s; the daemon's backoff (capped at --interval) must
       // ask the backends again.
       this.#ports.refreshCatalog();
     }
-    // A model given here is escalation's, from daemon.models.
-    const from = model !== undefined ? 'daemon.models' : this.#options.modelFrom;
-    const outcome = await this.#run(task, signal, model ?? this.#options.model, from);
+    const outcome = await this.#outcome(start, signal);
     this.#backendWasDown = outcome.kind === 'backend_down';
     return outcome;
   }
 
-  async #run(
-    task: string,
-    signal: AbortSignal,
-    model: string | undefined,
-    modelFrom: string | undefined,
-  ): Promise<TaskRunResult> {
+  async #outcome(start: () => Promise<RunResult>, signal: AbortSignal): Promise<TaskRunResult> {
     try {
-      const result = await this.#ports.run({
-        specialist: this.#options.specialist,
-        task,
-        workspace: this.#options.workspace,
-        model,
-        modelFrom,
-        observers: this.#options.observers(),
-        signal,
-        ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
-      });
+      const result = await start();
       if (result.status === 'failed' && result.error !== null && BACKEND_DOWN.has(result.error.code)) {
         return { kind: 'backend_down', message: result.error.message };
       }

@@ -5,6 +5,7 @@
  */
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import type { Clock } from '../ports.ts';
+import { newRunId } from '../run/run-id.ts';
 import { sleep } from './abortable-sleep.ts';
 import { type AttemptOutcome, type AttemptPorts, type TaskTimes, attemptTask } from './attempt-steps.ts';
 import { type Backoff, markBackendDown, markBackendUp } from './backend-health.ts';
@@ -26,7 +27,7 @@ export interface TaskWorkContext {
   readonly validator: Validator;
   readonly clippy: ClippyCounter | undefined;
   readonly openspec: Pick<OpenSpecSource, 'tick'>;
-  readonly git: Pick<Repository, 'restore' | 'commit' | 'changedFiles'>;
+  readonly git: Pick<Repository, 'restore' | 'commit' | 'changedFiles' | 'ensureReady'>;
   readonly clock: Clock;
   /** The daemon's state: the task's record goes in it, and the backend's health. */
   readonly state: DaemonState;
@@ -56,6 +57,8 @@ export interface TaskItem {
   readonly done: readonly OpenSpecTask[];
   /** Tests failing at HEAD before the change's first task. */
   readonly baseline: ReadonlySet<string>;
+  /** The run of the attempt a killed daemon left on this task: it goes on (SPEC §18). */
+  readonly resume?: string | undefined;
 }
 
 /** Works on a task until it is done, blocked or cancelled. */
@@ -65,13 +68,21 @@ export async function workTask(
   signal: AbortSignal,
 ): Promise<TaskOutcome> {
   const { change, task } = item;
-  const record = track(ctx.state, freshRecord(change.id, task.id, task.text));
+  // A resumed attempt keeps the task's record: its attempts, runs, tokens and clippy figure.
+  const kept =
+    item.resume === undefined
+      ? undefined
+      : ctx.state.tasks.find((t) => t.change === change.id && t.id === task.id);
+  let resuming = kept === undefined ? undefined : item.resume;
+  const record = kept ?? track(ctx.state, freshRecord(change.id, task.id, task.text));
   const startedMs = ctx.clock.now().getTime();
   record.status = 'running';
-  record.started_at = new Date(startedMs).toISOString();
   const times: TaskTimes = { runMs: 0, validationMs: 0, clippyMs: 0 };
-  // The tree is at the last commit: the figure the validated attempt is compared with.
-  times.clippyMs = await countClippy(ctx, record, 'clippy_before', signal);
+  if (kept === undefined) {
+    record.started_at = new Date(startedMs).toISOString();
+    // The tree is at the last commit: the figure the validated attempt is compared with.
+    times.clippyMs = await countClippy(ctx, record, 'clippy_before', signal);
+  }
   const ports: AttemptPorts = {
     runner: ctx.runner,
     validator: ctx.validator,
@@ -94,10 +105,15 @@ export async function workTask(
   while (record.attempts < budget) {
     if (signal.aborted) return cancel(ctx, record);
     const attempt = record.attempts + 1;
+    // The run's id is saved before the run starts: a daemon killed now resumes it when started again.
+    const runId = resuming ?? newRunId(ctx.clock);
+    record.run_in_flight = runId;
     await ctx.save();
     // After a model's attempts are spent, the next one takes the task over (escalation).
     const model = ctx.models[Math.floor((attempt - 1) / ctx.maxAttempts)];
-    ctx.emit({ event: 'task_start', task: recordView(record), attempt, model: model ?? null });
+    if (resuming === undefined)
+      ctx.emit({ event: 'task_start', task: recordView(record), attempt, model: model ?? null });
+    else ctx.emit({ event: 'task_resumed', task: recordView(record), attempt, run_id: runId });
     const text = buildTaskText({
       change,
       task,
@@ -110,14 +126,30 @@ export async function workTask(
       record,
       attempt,
       text,
+      runId,
+      resume: resuming !== undefined,
       model,
       times,
       signal,
       judging,
     });
+    // A resumed run that was asked again only while no backend answered is still to go on.
+    if (outcome.kind !== 'backend_down') resuming = undefined;
     switch (outcome.kind) {
       case 'cancelled':
         return cancel(ctx, record);
+      case 'not_resumable':
+        record.run_in_flight = null;
+        ctx.emit({
+          event: 'resume_refused',
+          task: recordView(record),
+          run_id: runId,
+          reason: outcome.reason,
+        });
+        // As without resume: the attempt starts again on a clean tree, and a tree the killed
+        // attempt left changed is refused (the daemon never discards what it cannot vouch for).
+        await ctx.git.ensureReady();
+        break;
       case 'backend_down':
         if (!(await waitForBackend(ctx, outcome.message, signal)))
           return giveUp(ctx, record, outcome.message);
@@ -269,7 +301,12 @@ async function block(
   diagnostics: string,
 ): Promise<TaskOutcome> {
   await ctx.git.restore();
-  Object.assign(record, { status: 'blocked', diagnostics, ended_at: ctx.clock.now().toISOString() });
+  Object.assign(record, {
+    status: 'blocked',
+    run_in_flight: null,
+    diagnostics,
+    ended_at: ctx.clock.now().toISOString(),
+  });
   await ctx.save();
   ctx.emit({ event: 'task_blocked', task: recordView(record), diagnostics });
   return 'blocked';
@@ -278,6 +315,7 @@ async function block(
 async function cancel(ctx: TaskWorkContext, record: DaemonTaskRecord): Promise<TaskOutcome> {
   await ctx.git.restore();
   record.status = 'pending';
+  record.run_in_flight = null;
   await ctx.save();
   ctx.emit({ event: 'task_cancelled', task: recordView(record) });
   return 'cancelled';

@@ -26,7 +26,7 @@ export class GitRepository implements Repository {
       .map((rel) => `:(exclude)${rel}`);
   }
 
-  async ensureReady(): Promise<void> {
+  async ensureReady(options: { readonly dirtyOk?: boolean } = {}): Promise<void> {
     const top = await runGit(this.#root, ['rev-parse', '--show-toplevel']);
     if (top.exitCode !== 0) throw this.#notARepo(top.stderr);
     if ((await runGit(this.#root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode !== 0) {
@@ -56,6 +56,7 @@ export class GitRepository implements Repository {
         );
       }
     }
+    if (options.dirtyOk === true) return;
     const dirty = await this.#status();
     if (dirty !== '') {
       const lines = dirty.split('\n').filter((line) => line !== '');

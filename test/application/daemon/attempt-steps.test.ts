@@ -42,6 +42,8 @@ function setup(
     record: freshRecord('a', '1.1', 'A one'),
     attempt: 1,
     text: 'Implement task 1.1',
+    runId: '20260101T000000Z-aaaaaa',
+    resume: false,
     times: { runMs: 0, validationMs: 0, clippyMs: 0 },
     signal: controller.signal,
     judging: {

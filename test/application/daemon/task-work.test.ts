@@ -46,6 +46,7 @@ function context(
         git.restores += 1;
       },
       changedFiles: async () => ['src/lib.rs'],
+      ensureReady: async () => {},
       commit: async (message) => {
         if (parts.hookFails) throw new FabricError('tool_failed', 'pre-commit said no');
         git.commits.push(message);

@@ -42,6 +42,14 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
         : s.red(
             `  ✗ validation failed${event.rerun ? ' (running it again before the attempt is spent)' : ''}: ${indent(event.summary ?? lastLines(event.report ?? '', DIAGNOSTICS_LINES)).trimStart()}`,
           );
+    case 'task_resumed':
+      return s.bold(
+        `↻ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt} goes on: resuming run ${event.run_id} where the killed daemon left it`,
+      );
+    case 'resume_refused':
+      return s.yellow(
+        `  ${event.task.change} ${event.task.id}: run ${event.run_id} of the killed daemon is not resumed (${event.reason}); the attempt starts again`,
+      );
     case 'task_retry':
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
     case 'task_done':
