@@ -25,11 +25,16 @@ import type { ModelCard } from '../application/models/model-card.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
-import { FabricError, errorMessage } from '../domain/errors.ts';
+import { FabricError } from '../domain/errors.ts';
 import type { RunResult } from '../domain/run-result.ts';
-import { ControlPlane } from '../infrastructure/control/control-plane.ts';
-import { openControlStore } from '../infrastructure/control/open-control-store.ts';
-import { type QueueServices, openRunQueue } from '../infrastructure/queue/open-run-queue.ts';
+import type { ControlPlane } from '../infrastructure/control/control-plane.ts';
+import type { QueueServices } from '../infrastructure/queue/open-run-queue.ts';
+import {
+  openFabricControlPlane,
+  openFabricQueue,
+  requestProblem,
+  traceWhenEnded,
+} from './fabric-resources.ts';
 import { LlmBackends } from '../infrastructure/llm/llm-backends.ts';
 import { createMcpWrap } from '../infrastructure/mcp/mcp-wrap.ts';
 import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
@@ -42,7 +47,6 @@ import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
 import { systemClock } from '../infrastructure/clock.ts';
 import { FABRIC_VERSION } from './version.ts';
-import { exportRunTrace } from '../application/telemetry/export-run-trace.ts';
 import type { SpanExporter } from '../application/telemetry/span-record.ts';
 import { spanExporterFor } from './telemetry.ts';
 
@@ -288,16 +292,9 @@ export class Fabric {
       return Promise.reject(
         new FabricError('usage', 'This fabric is closed; create another to use the queue.'),
       );
-    this.#queue ??= openRunQueue(dsn, {
-      poolSize: this.config.control.pool_size,
-      onError: (error) => this.#options.onDegraded?.(`run queue: ${errorMessage(error)}`),
-    }).catch((error: unknown) => {
+    this.#queue ??= openFabricQueue(dsn, this.config, this.#options.onDegraded).catch((error: unknown) => {
       this.#queue = undefined;
-      throw new FabricError(
-        'queue_unavailable',
-        `The run queue could not be opened on the control database (${errorMessage(error)}); check that the Postgres of control.dsn / FABRIC_DSN runs.`,
-        { cause: error },
-      );
+      throw error;
     });
     return this.#queue;
   }
@@ -308,33 +305,8 @@ export class Fabric {
     return this.#control;
   }
 
-  async #openControlPlane(): Promise<ControlPlane | null> {
-    const embedded = this.config.control.dsn === undefined || this.config.control.dsn.trim() === '';
-    if (embedded && this.#options.lifetime === 'one_shot') return null;
-    let store: ControlStore | null;
-    try {
-      store = await openControlStore({
-        enabled: this.config.control.enabled,
-        dsn: this.config.control.dsn,
-        runsDir: this.config.runs_dir,
-        poolSize: this.config.control.pool_size,
-      });
-    } catch (error) {
-      // Even a store that cannot be built (a DSN the client rejects) never fails a run (SPEC §7).
-      this.#options.onDegraded?.(
-        `control plane unavailable (db_off): the control store could not be opened (${errorMessage(error)}); ` +
-          'check control.dsn / FABRIC_DSN (postgres://user@host:5432/db). Runs go on; `fabric control sync` writes them in later.',
-      );
-      return null;
-    }
-    if (store === null) return null;
-    const plane = new ControlPlane(store, this.runLogStore, {
-      // Only the embedded database has a single holder that must pick up others' runs.
-      backfillOthers: store.kind === 'pglite',
-      ...(this.#options.onDegraded === undefined ? {} : { onDegraded: this.#options.onDegraded }),
-    });
-    plane.start();
-    return plane;
+  #openControlPlane(): Promise<ControlPlane | null> {
+    return openFabricControlPlane(this.config, this.runLogStore, this.#options);
   }
 
   /** Runs a task end to end: pack, model, loop. Errors before the run starts are thrown. */
@@ -360,21 +332,12 @@ export class Fabric {
 
   /** Sends the run's trace once it has ended; a receiver that fails is reported, never fails the run. */
   #traceRun(run: Promise<RunResult>, exporter: SpanExporter): void {
-    const deps = {
+    const traced = traceWhenEnded(run, {
       runLogs: this.runLogStore,
       exporter,
       captureContent: this.config.telemetry.capture_content,
-    };
-    const traced = run
-      .then((result) => exportRunTrace(deps, result.run_id))
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          // A run that could not start has no trace; only a failed export is worth telling.
-          if (error instanceof FabricError && error.code === 'telemetry_export_failed')
-            this.#options.onDegraded?.(`telemetry: ${error.message}`);
-        },
-      );
+      onDegraded: this.#options.onDegraded,
+    });
     this.#inflight.add(traced);
     traced.then(() => this.#inflight.delete(traced));
   }
@@ -408,21 +371,4 @@ export class Fabric {
     })();
     return this.#closing;
   }
-}
-
-/**
- * What is wrong with a request an embedding program built by hand (the types say it, but a
- * JavaScript caller gets no compiler): said in one line instead of a TypeError from deep inside.
- */
-function requestProblem(request: RunRequest): string | null {
-  const given = request as Partial<RunRequest> | null | undefined;
-  if (given === null || typeof given !== 'object')
-    return 'give a request object { specialist, task, signal }.';
-  if (typeof given.specialist !== 'string' || given.specialist === '')
-    return 'request.specialist must name a configured specialist.';
-  if (typeof given.task !== 'string' || given.task.trim() === '')
-    return 'request.task must be the text of the task.';
-  if (!(given.signal instanceof AbortSignal))
-    return 'request.signal must be an AbortSignal (new AbortController().signal; abort it to cancel the run).';
-  return null;
 }
