@@ -235,6 +235,19 @@ describe('docs/errors.md, code by code', () => {
       await cli(['resume', 'done-run', '--json', '--config', sandbox.configPath]),
       await post('/v1/runs/done-run/resume', {}),
     ],
+    // A finished run sent to a receiver that is not there.
+    telemetry_export_failed: async () => [
+      await cli([
+        'otel',
+        'export',
+        'done-run',
+        '--endpoint',
+        `${closed}/v1/traces`,
+        '--json',
+        '--config',
+        sandbox.configPath,
+      ]),
+    ],
     runlog_corrupt: async () => [
       await cli([
         'replay',

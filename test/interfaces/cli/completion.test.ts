@@ -36,7 +36,7 @@ describe('fabric completion', () => {
   }
 
   it("completes commands, a command's flags and the configured specialists in bash", async () => {
-    expect(await complete(['fabric', 'r'])).toEqual(['run', 'replay', 'runs']);
+    expect(await complete(['fabric', 'r'])).toEqual(['run', 'resume', 'replay', 'runs']);
     expect(await complete(['fabric', 'run', '--ev'])).toEqual(['--events']);
     expect(await complete(['fabric', 'run', '--events', ''])).toEqual(['jsonl']);
     expect(await complete(['fabric', 'run', '--specialist', 'u'])).toEqual(['units']);

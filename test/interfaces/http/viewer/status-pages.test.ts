@@ -194,7 +194,7 @@ describe('the battery and daemon pages', () => {
     expect(cellOf('ft', 'lab/beta')).toContain('… waiting');
     // The per-model scores, and the page asks again while the battery runs.
     expect(text).toMatch(
-      /<th scope="row">lab\/alpha<\/th>\s*<td class="num">1\/2<\/td>\s*<td class="num">50%<\/td>/,
+      /<th scope="row">lab\/alpha<\/th>\s*<td class="num">1\/2<\/td>\s*<td class="num" data-figure="pass-rate">50%<\/td>/,
     );
     expect(text).toContain('data-refresh-ms="2000"');
   });
