@@ -100,11 +100,7 @@ export async function demoCommand(argv: readonly string[], io: CliIo): Promise<n
       '  compositor/src/region.rs   the edited file, with Region::contains_point\n' +
       `  ${runlog}   every step the run took\n\n` +
       'Look at it:\n' +
-      `  cd ${place.dir}\n` +
-      '  fabric runs                   the run in the list\n' +
-      `  fabric runs show ${runId}\n` +
-      `  fabric replay ${runId}        its timeline, step by step\n` +
-      '  fabric demo --serve           a new demo, then the viewer to click through it\n\n' +
+      `  cd ${place.dir}\n${lookAt(runId)}\n` +
       'With a real model instead (README, "Getting a model"): fabric init, then fabric run.\n',
   );
   if (values.serve !== true) return EXIT.ok;
@@ -112,4 +108,16 @@ export async function demoCommand(argv: readonly string[], io: CliIo): Promise<n
   return serveCommand(serveArgs, { ...io, env, cwd: place.dir }, (url) => {
     io.stdout.write(`\nThe viewer, with the demo run (Ctrl-C stops it):\n  ${url}/runs/${runId}\n`);
   });
+}
+
+/** The commands that show the run, each with what it shows, in one column. */
+function lookAt(runId: string): string {
+  const lines: [string, string][] = [
+    ['fabric runs', 'the run in the list'],
+    [`fabric runs show ${runId}`, 'its result and figures'],
+    [`fabric replay ${runId}`, 'its timeline, step by step'],
+    ['fabric demo --serve', 'a new demo, then the viewer to click through it'],
+  ];
+  const width = Math.max(...lines.map(([command]) => command.length));
+  return lines.map(([command, what]) => `  ${command.padEnd(width)}  ${what}\n`).join('');
 }
