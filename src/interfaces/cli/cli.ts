@@ -53,6 +53,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'run the same tasks with several models and compare them (a matrix, --json, --report)',
     run: async (argv, io) => (await import('./commands/battery.ts')).batteryCommand(argv, io),
   },
+  demo: {
+    summary: 'see the fabric work with no model server: a scripted demo model edits the example crate',
+    run: async (argv, io) => (await import('./commands/demo.ts')).demoCommand(argv, io),
+  },
   init: {
     summary: 'write a starter fabric.yaml and custom pack in the working directory, ready to run',
     run: async (argv, io) => (await import('./commands/init.ts')).initCommand(argv, io),

@@ -32,6 +32,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
   control: ['--out', '--json', '--config'],
   mcp: ['--config'],
   serve: ['--host', '--port', '--config'],
+  demo: ['--serve', '--port'],
   init: ['--pack', '--example', '--force', '--json'],
   daemon: ['--repo', '--change', '--once', '--interval', '--max-attempts', '--model', '--json', '--config'],
   battery: ['--models', '--concurrency', '--resume', '--json', '--report', '--config'],

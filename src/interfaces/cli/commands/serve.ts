@@ -46,8 +46,15 @@ Options:
 Exit codes: 0 stopped cleanly · 2 usage or config error (or no token beyond loopback)
 `;
 
-/** `fabric serve`: the HTTP API, until `io.signal` aborts. */
-export async function serveCommand(argv: readonly string[], io: CliIo): Promise<number> {
+/**
+ * `fabric serve`: the HTTP API, until `io.signal` aborts. `onListening` hears the URL once it
+ * listens (`fabric demo --serve` prints its run's page from it).
+ */
+export async function serveCommand(
+  argv: readonly string[],
+  io: CliIo,
+  onListening?: (url: string) => void,
+): Promise<number> {
   const { values, positionals } = parseCommandArgs('serve', argv, {
     host: { type: 'string' },
     port: { type: 'string', short: 'p' },
@@ -94,6 +101,7 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
     throw listenFailed(error, host, port);
   }
   log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
+  onListening?.(server.url);
   // With the queue, the server reaps too: a dead worker's runs end with no live worker left.
   const stopReaper = startQueueReaper(fabric, log);
   await new Promise<void>((resolve) => {
