@@ -203,6 +203,8 @@ export const FabricConfigSchema = v.strictObject({
   /** Model profiles by model-id glob, over the shipped ones (src/config/model-profiles.ts). */
   profiles: v.optional(v.record(nonEmpty, ModelProfileSchema), {}),
   telemetry: v.optional(TelemetrySchema, {}),
+  /** How `serve`, `worker` and `daemon` log on stderr: `text`, or `json` lines (`--log-format` overrides). */
+  log_format: v.optional(v.picklist(['text', 'json']), 'text'),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 

@@ -162,3 +162,6 @@ export interface WorkerRegistry {
   cancelRequested(runIds: readonly string[]): Promise<readonly string[]>;
   close(): Promise<void>;
 }
+
+/** A worker's log: a line, and the run it is about (a JSON log's `run_id`, SPEC §21). */
+export type WorkerLog = (line: string, fields?: { readonly run_id?: string }) => void;

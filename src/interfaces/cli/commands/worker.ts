@@ -4,8 +4,10 @@ import { createFabric } from '../../../composition/fabric.ts';
 import { composeQueueWorker } from '../../../composition/worker.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { createLogger, logFormatOf } from '../logger.ts';
+import type { WorkerLog } from '../../../application/queue/queue-ports.ts';
 
-export const WORKER_HELP = `Usage: fabric worker [--concurrency N] [--specialists a,b] [--config FILE]
+export const WORKER_HELP = `Usage: fabric worker [--concurrency N] [--specialists a,b] [--config FILE] [--log-format json]
 
 Takes runs queued in Postgres (queue: postgres, FABRIC_DSN) and runs them, until Ctrl-C or
 SIGTERM. Each run writes its runlog on this host and is mirrored, event by event, to the control
@@ -21,6 +23,8 @@ Options:
       --concurrency N      runs at once (default: worker.concurrency in the config, 1)
       --specialists a,b    take only these specialists' runs (default: every configured one)
   -c, --config FILE        the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --log-format F       text (default; log_format in the config) or json: one JSON object a line
+                           on stderr, with run_id and worker_id where there is one
   -h, --help               show this help
 
 Exit codes: 0 stopped cleanly · 2 usage or config error (no queue: postgres, unknown specialist)
@@ -32,6 +36,7 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
     concurrency: { type: 'string' },
     specialists: { type: 'string' },
     config: { type: 'string', short: 'c' },
+    'log-format': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -48,13 +53,17 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
     );
   const specialists = specialistsOf(values.specialists, Object.keys(config.specialists));
   const concurrency = positiveInt('--concurrency', values.concurrency) ?? config.worker.concurrency;
-  const log = (line: string) => io.stderr.write(`fabric worker: ${line}\n`);
+  const format = logFormatOf(values['log-format'], config.log_format);
+  // Every line names the worker once it has its id.
+  let logger = createLogger({ command: 'worker', format, stream: io.stderr });
+  const log: WorkerLog = (line, fields) => logger.info(line, fields);
   const fabric = createFabric(config, {
     env: io.env,
-    onDegraded: (message) => log(message),
+    onDegraded: (message) => logger.warn(message),
   });
   try {
     const worker = await composeQueueWorker(fabric, { specialists, concurrency, log });
+    logger = logger.with({ worker_id: worker.identity.id });
     log(`${worker.identity.id} taking runs of ${specialists.join(', ')} (concurrency ${concurrency})`);
     await worker.run(io.signal);
   } finally {
