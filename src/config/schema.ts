@@ -169,6 +169,8 @@ export const WorkerSchema = v.strictObject({
    * into the queue for the workers; past it the battery is refused (`workspace_too_large`).
    */
   archive_max_mib: v.optional(v.pipe(v.number(), v.minValue(0.001)), 64),
+  /** A loopback listener serving the worker's Prometheus `/metrics` on this port; 0 (the default): none. */
+  metrics_port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65_535)), 0),
 });
 
 /**

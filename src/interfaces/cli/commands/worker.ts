@@ -1,6 +1,9 @@
 import { loadConfig } from '../../../config/load.ts';
-import { FabricError } from '../../../domain/errors.ts';
-import { createFabric } from '../../../composition/fabric.ts';
+import { FabricError, errorMessage } from '../../../domain/errors.ts';
+import { type Fabric, createFabric } from '../../../composition/fabric.ts';
+import { workerMetrics } from '../../../composition/telemetry.ts';
+import { listenMetrics } from '../../http/metrics-listener.ts';
+import type { ListeningServer } from '../../http/serve.ts';
 import { composeQueueWorker } from '../../../composition/worker.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -15,6 +18,9 @@ plane, where \`fabric serve\` streams it. The worker heartbeats; a worker whose 
 has its runs marked interrupted by the server or the other workers (never run again)
 once their leases expire (worker.dead_after_s). A worker cut off from the database for that
 long stops its runs itself (interrupted), and comes back under a new id.
+
+With worker.metrics_port: N in the config, its Prometheus metrics (its runs, the queue's depth, the
+workers alive) are served at http://127.0.0.1:N/metrics (docs/telemetry.md).
 
 SIGTERM / Ctrl-C: stop taking runs, cancel the runs in progress (each writes run_end, status
 cancelled), report the worker stopped, exit 0.
@@ -61,17 +67,42 @@ export async function workerCommand(argv: readonly string[], io: CliIo): Promise
     env: io.env,
     onDegraded: (message) => logger.warn(message),
   });
+  let metricsServer: ListeningServer | undefined;
   try {
     const worker = await composeQueueWorker(fabric, { specialists, concurrency, log });
     logger = logger.with({ worker_id: worker.identity.id });
     log(`${worker.identity.id} taking runs of ${specialists.join(', ')} (concurrency ${concurrency})`);
+    metricsServer = await startMetrics(fabric, config.worker.metrics_port, log);
     await worker.run(io.signal);
   } finally {
+    await metricsServer?.close();
     // After every run has written its run_end: the mirror's last rows, the queue, the store.
     await fabric.close();
   }
   log('stopped');
   return EXIT.ok;
+}
+
+/** `worker.metrics_port`: its Prometheus metrics on loopback, or nothing when 0. */
+async function startMetrics(
+  fabric: Fabric,
+  port: number,
+  log: WorkerLog,
+): Promise<ListeningServer | undefined> {
+  if (port === 0) return undefined;
+  const queue = await fabric.runQueue();
+  if (queue === null) return undefined;
+  const metrics = await workerMetrics(fabric, queue.workers);
+  const server = await listenMetrics(metrics, port).catch((error: unknown) => {
+    throw new FabricError(
+      'usage',
+      `worker.metrics_port ${port}: cannot listen on 127.0.0.1:${port} (${errorMessage(error)}). ` +
+        'Pick a free port, or 0 for no metrics listener.',
+      { cause: error },
+    );
+  });
+  log(`metrics on ${server.url}/metrics`);
+  return server;
 }
 
 function specialistsOf(flag: string | undefined, configured: readonly string[]): string[] {
