@@ -1,4 +1,5 @@
 import type { RunObserver } from '../application/ports.ts';
+import type { WorkerRegistry } from '../application/queue/queue-ports.ts';
 import { RunMetricsObserver } from '../application/telemetry/run-metrics.ts';
 import type { SpanExporter } from '../application/telemetry/span-record.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -29,6 +30,28 @@ export async function serveMetrics(fabric: {
   observeRuns(observer: RunObserver): void;
 }): Promise<MetricsEndpoint> {
   const metrics = await createPrometheusMetrics();
+  fabric.observeRuns(new RunMetricsObserver(metrics));
+  return metrics;
+}
+
+/**
+ * A worker's metrics (`worker.metrics_port`): its runs, as a server's, plus the queue's depth and
+ * the workers alive, read from the control plane when scraped.
+ */
+export async function workerMetrics(
+  fabric: { observeRuns(observer: RunObserver): void },
+  registry: Pick<WorkerRegistry, 'list' | 'queuedCount'>,
+): Promise<MetricsEndpoint> {
+  const metrics = await createPrometheusMetrics({
+    fabric_queue_depth: {
+      help: 'Runs queued and not yet taken by a worker.',
+      read: () => registry.queuedCount(),
+    },
+    fabric_workers_alive: {
+      help: 'Workers whose heartbeat is current (state running in control.workers).',
+      read: async () => (await registry.list()).filter((worker) => worker.state === 'running').length,
+    },
+  });
   fabric.observeRuns(new RunMetricsObserver(metrics));
   return metrics;
 }

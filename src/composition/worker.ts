@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import process from 'node:process';
 import { QueueWorker } from '../application/queue/queue-worker.ts';
-import type { WorkerInfo } from '../application/queue/queue-ports.ts';
+import type { WorkerInfo, WorkerLog } from '../application/queue/queue-ports.ts';
 import { workerJobs } from '../application/queue/worker-jobs.ts';
 import { FabricError, errorMessage } from '../domain/errors.ts';
 import { plural } from '../domain/words.ts';
@@ -20,7 +20,7 @@ export interface QueueWorkerSettings {
   readonly specialists: readonly string[];
   /** Runs at once. */
   readonly concurrency: number;
-  readonly log: (line: string) => void;
+  readonly log: WorkerLog;
 }
 
 /** A worker ready to run: who it is, and its loop. */

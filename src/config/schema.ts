@@ -169,6 +169,8 @@ export const WorkerSchema = v.strictObject({
    * into the queue for the workers; past it the battery is refused (`workspace_too_large`).
    */
   archive_max_mib: v.optional(v.pipe(v.number(), v.minValue(0.001)), 64),
+  /** A loopback listener serving the worker's Prometheus `/metrics` on this port; 0 (the default): none. */
+  metrics_port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65_535)), 0),
 });
 
 /**
@@ -203,6 +205,8 @@ export const FabricConfigSchema = v.strictObject({
   /** Model profiles by model-id glob, over the shipped ones (src/config/model-profiles.ts). */
   profiles: v.optional(v.record(nonEmpty, ModelProfileSchema), {}),
   telemetry: v.optional(TelemetrySchema, {}),
+  /** How `serve`, `worker` and `daemon` log on stderr: `text`, or `json` lines (`--log-format` overrides). */
+  log_format: v.optional(v.picklist(['text', 'json']), 'text'),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 

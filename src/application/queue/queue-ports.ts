@@ -151,6 +151,8 @@ export interface WorkerRegistry {
   renewLeases(workerId: string, leases: readonly RunLease[], leaseMs: number): Promise<readonly string[]>;
   stopped(workerId: string): Promise<void>;
   list(): Promise<readonly WorkerRow[]>;
+  /** Runs queued and not yet taken by a worker: the queue's depth (a worker's /metrics). */
+  queuedCount(): Promise<number>;
   /**
    * Workers silent for longer than `deadAfterMs` are `dead`; runs whose lease expired (their
    * worker stopped renewing it, whatever its state) become `interrupted`. Returns those runs.
@@ -162,3 +164,6 @@ export interface WorkerRegistry {
   cancelRequested(runIds: readonly string[]): Promise<readonly string[]>;
   close(): Promise<void>;
 }
+
+/** A worker's log: a line, and the run it is about (a JSON log's `run_id`, SPEC §21). */
+export type WorkerLog = (line: string, fields?: { readonly run_id?: string }) => void;

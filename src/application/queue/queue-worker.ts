@@ -6,7 +6,15 @@
  */
 import { errorMessage } from '../../domain/errors.ts';
 import { runInterruption } from '../../domain/run-result.ts';
-import type { QueuedRun, RunLease, RunQueue, TakenRun, WorkerInfo, WorkerRegistry } from './queue-ports.ts';
+import type {
+  QueuedRun,
+  RunLease,
+  RunQueue,
+  TakenRun,
+  WorkerInfo,
+  WorkerLog,
+  WorkerRegistry,
+} from './queue-ports.ts';
 import { plural } from '../../domain/words.ts';
 
 /**
@@ -30,7 +38,7 @@ export interface QueueWorkerOptions {
   readonly pollMs?: number;
   /** A monotonic clock in ms (default `performance.now`): when leases were last renewed. */
   readonly now?: () => number;
-  readonly log: (line: string) => void;
+  readonly log: WorkerLog;
 }
 
 /** A run in progress on this worker. */
@@ -122,12 +130,13 @@ export class QueueWorker {
         log(
           `run ${runId} not started: the queue database did not record its lease; it goes to a worker again ` +
             `once the database answers and its job is ${Math.round(deadAfterMs / 1000)} s old (worker.dead_after_s)`,
+          { run_id: runId },
         );
         return;
       }
       if (lease === null) {
         // Cancelled, interrupted or ended while queued: not this worker's to run.
-        log(`run ${runId} not started: it is no longer queued`);
+        log(`run ${runId} not started: it is no longer queued`, { run_id: runId });
         await this.#guard('fail a job', () => this.#options.queue.settle(job, 'not_started'), undefined);
         return;
       }
@@ -144,19 +153,19 @@ export class QueueWorker {
         });
         return;
       }
-      log(`run ${runId} started (${job.run.specialist})`);
+      log(`run ${runId} started (${job.run.specialist})`, { run_id: runId });
       try {
         await execute(job.run, controller.signal, lease);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        log(`run ${runId} could not start: ${errorMessage(error)}`);
+        log(`run ${runId} could not start: ${errorMessage(error)}`, { run_id: runId });
         await this.#notStarted(job, lease, 'failed', {
           code: typeof code === 'string' ? code : 'internal',
           message: errorMessage(error),
         });
         return;
       }
-      log(`run ${runId} ended`);
+      log(`run ${runId} ended`, { run_id: runId });
       await this.#guard('complete a job', () => this.#options.queue.settle(job, 'ended'), undefined);
     })().finally(() => {
       this.#running.delete(runId);
@@ -205,7 +214,7 @@ export class QueueWorker {
   }
 
   #interrupt(runId: string, running: Running, why: string): void {
-    this.#options.log(`run ${runId} stopped: ${why}; it is interrupted`);
+    this.#options.log(`run ${runId} stopped: ${why}; it is interrupted`, { run_id: runId });
     running.controller.abort(runInterruption(`Interrupted by its worker: ${why}.`));
   }
 

@@ -5,7 +5,7 @@
  * Reaches the world only through ports. Nothing here does I/O.
  */
 import type { RunTask } from '../run/run-request.ts';
-import type { QueuedCell, QueuedRun } from './queue-ports.ts';
+import type { QueuedCell, QueuedRun, WorkerLog } from './queue-ports.ts';
 
 /** A queued run that is a battery cell. */
 export type QueuedCellRun = QueuedRun & { readonly cell: QueuedCell };
@@ -27,7 +27,7 @@ export interface WorkerJobsDeps {
   /** Battery cells' jobs. */
   readonly cellJob: QueuedCellJob;
   /** The worker's log; each run's notices go there, prefixed with the run's id. */
-  readonly log: (line: string) => void;
+  readonly log: WorkerLog;
 }
 
 /**
@@ -40,7 +40,7 @@ export function workerJobs({
   log,
 }: WorkerJobsDeps): (run: QueuedRun, signal: AbortSignal) => Promise<void> {
   return async (run, signal) => {
-    const onNotice = (message: string) => log(`run ${run.runId}: ${message}`);
+    const onNotice = (message: string) => log(`run ${run.runId}: ${message}`, { run_id: run.runId });
     if (run.cell !== undefined) {
       await cellJob({ ...run, cell: run.cell }, signal, onNotice);
       return;

@@ -108,6 +108,10 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
     this.#workers.set(workerId, { ...known, state: 'stopped', runs: [], lastHeartbeat: this.#clock.now() });
   }
 
+  async queuedCount(): Promise<number> {
+    return [...this.#runs.values()].filter((row) => row.status === 'queued').length;
+  }
+
   async list(): Promise<readonly WorkerRow[]> {
     return [...this.#workers.values()]
       .sort(

@@ -155,6 +155,13 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     }));
   }
 
+  async queuedCount(): Promise<number> {
+    const rows = await this.#db.query<{ n: string }>(
+      `select count(*)::text as n from control.runs where status = 'queued'`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
     const rows = await this.#db.query<{ id: string; lease_job: string | null }>(REAP, [deadAfterMs / 1000]);
     return rows.map((row) => ({ runId: row.id, jobId: row.lease_job }));

@@ -1,4 +1,5 @@
 import { ENVIRONMENT_VARIABLES } from '../../config/env.ts';
+import { createLogger } from './logger.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
 import { didYouMean } from '../../domain/words.ts';
 import { FABRIC_VERSION } from '../../composition/version.ts';
@@ -138,7 +139,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         : new FabricError('internal', `Unexpected error: ${errorMessage(error)}`);
     // A message that already names its command ("fabric health needs …") is not named twice.
     const named = fabricError.message.startsWith(`fabric ${name} `);
-    io.stderr.write(`${named ? '' : `fabric ${name}: `}${fabricError.message}\n`);
+    if (jsonLogAsked(rest))
+      createLogger({ command: name, format: 'json', stream: io.stderr }).error(fabricError.message, {
+        code: fabricError.code,
+      });
+    else io.stderr.write(`${named ? '' : `fabric ${name}: `}${fabricError.message}\n`);
     if (rest.includes('--json')) {
       io.stdout.write(
         `${JSON.stringify({ error: { code: fabricError.code, message: fabricError.message } })}\n`,
@@ -146,4 +151,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     return exitCodeFor(fabricError.code);
   }
+}
+
+/** `--log-format json` on the command line: its failure is a JSON log line too. */
+function jsonLogAsked(args: readonly string[]): boolean {
+  const at = args.indexOf('--log-format');
+  return args.includes('--log-format=json') || (at >= 0 && args[at + 1] === 'json');
 }

@@ -1,6 +1,7 @@
 import type { StampedDaemonEvent } from '../../../application/daemon/daemon-events.ts';
 import { plural } from '../../../domain/words.ts';
 import type { OutputStream } from '../io.ts';
+import type { Logger } from '../logger.ts';
 import type { Style } from '../style.ts';
 
 const DIAGNOSTICS_LINES = 12;
@@ -101,8 +102,16 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
   }
 }
 
-/** Writes each event: a progress line on stderr, and with `--json` one JSON line on stdout. */
-export function daemonEventWriter(stdout: OutputStream, stderr: OutputStream, style: Style, json: boolean) {
+/**
+ * Writes each event: a progress line to `progress` (stderr, or the JSON log), and with `--json`
+ * one JSON line on stdout.
+ */
+export function daemonEventWriter(
+  stdout: OutputStream,
+  progress: (line: string, event: StampedDaemonEvent) => void,
+  style: Style,
+  json: boolean,
+) {
   // Tasks whose last attempt's failure (a failed run, a failed validation) was just printed.
   const shown = new Set<string>();
   return (event: StampedDaemonEvent) => {
@@ -118,9 +127,29 @@ export function daemonEventWriter(stdout: OutputStream, stderr: OutputStream, st
       else if (event.event !== 'task_retry') shown.delete(key);
     }
     const line = daemonProgressLine(event, style, failureShown);
-    if (line !== null) stderr.write(`${line}\n`);
+    if (line !== null) progress(line, event);
   };
 }
+
+/** The daemon's progress as log lines: a failure is an error, a wait for the model a warning. */
+export function daemonLogLine(logger: Logger) {
+  return (text: string, event: StampedDaemonEvent) => {
+    const line = text.trimStart();
+    const fields = { run_id: 'run_id' in event ? event.run_id : undefined };
+    if (FAILURES.has(event.event) || ('ok' in event && !event.ok)) logger.error(line, fields);
+    else if (WARNINGS.has(event.event)) logger.warn(line, fields);
+    else logger.info(line, fields);
+  };
+}
+
+const FAILURES = new Set<StampedDaemonEvent['event']>(['change_unreadable', 'task_blocked']);
+const WARNINGS = new Set<StampedDaemonEvent['event']>([
+  'backend_down',
+  'change_stopped',
+  'resume_refused',
+  'task_cancelled',
+  'task_retry',
+]);
 
 function lastLines(text: string, count: number): string {
   const lines = text.trimEnd().split('\n');

@@ -8,7 +8,8 @@ import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
-import { daemonEventWriter } from './daemon-progress.ts';
+import { daemonEventWriter, daemonLogLine } from './daemon-progress.ts';
+import { createLogger, logFormatOf } from '../logger.ts';
 import { formatStatus } from './daemon-status-format.ts';
 
 export const DAEMON_HELP = `Usage: fabric daemon [options]
@@ -48,6 +49,8 @@ Options:
                           daemon.models: a list from cheapest to strongest, tried in turn)
   -c, --config FILE       the config file
       --json              one JSON line per event on stdout (progress stays on stderr)
+      --log-format F      text (default; log_format in the config) or json: the progress on stderr
+                          as one JSON object a line (time, level, msg, run_id), without the steps
   -h, --help              show this help
 
 Status (\`fabric daemon status\`): tasks done / pending / blocked per change, attempts, success
@@ -92,14 +95,24 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   }
   const intervalS = positiveInt('--interval', values.interval) ?? config.daemon.interval_s;
   const maxAttempts = positiveInt('--max-attempts', values['max-attempts']) ?? config.daemon.max_attempts;
-  const style = styleFor(io.stderr, io.env);
+  const logFormat = logFormatOf(values['log-format'], config.log_format);
+  // A JSON log carries the daemon's events, uncoloured; a run's step-by-step progress is for a person.
+  const logger =
+    logFormat === 'json' ? createLogger({ command: 'daemon', format: 'json', stream: io.stderr }) : null;
+  const style = styleFor(io.stderr, logger === null ? io.env : { ...io.env, NO_COLOR: '1' });
   const daemon = await createCompletionDaemon(config, {
     repo,
     model: values.model ?? config.daemon.model,
     modelFrom: modelFrom(values.model, io.env, config.source),
-    observers: () => [new ProgressReporter(io.stderr, style)],
-    onEvent: daemonEventWriter(io.stdout, io.stderr, style, values.json === true),
-    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
+    observers: () => (logger === null ? [new ProgressReporter(io.stderr, style)] : []),
+    onEvent: daemonEventWriter(
+      io.stdout,
+      logger === null ? (line) => io.stderr.write(`${line}\n`) : daemonLogLine(logger),
+      style,
+      values.json === true,
+    ),
+    onDegraded: (message) =>
+      logger === null ? io.stderr.write(style.yellow(`${message}\n`)) : logger.warn(message),
     options: {
       changes: values.change ?? [],
       once: values.once === true,
@@ -138,6 +151,7 @@ function parse(argv: readonly string[]) {
     model: { type: 'string', short: 'm' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
+    'log-format': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
 }

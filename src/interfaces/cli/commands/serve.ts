@@ -11,6 +11,7 @@ import { RunHub } from '../../http/run-hub.ts';
 import { listen } from '../../http/serve.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
+import { createLogger, logFormatOf } from '../logger.ts';
 import { plural } from '../../../domain/words.ts';
 
 export const SERVE_HELP = `Usage: fabric serve [--host 127.0.0.1] [--port 8787] [--config FILE]
@@ -41,6 +42,7 @@ Options:
       --host HOST       the address to listen on (default 127.0.0.1)
   -p, --port PORT       the port (default 8787; 0 picks a free one)
   -c, --config FILE     the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
+      --log-format F    text (default; log_format in the config) or json: one JSON object a line
   -h, --help            show this help
 
 Exit codes: 0 stopped cleanly · 2 usage or config error (or no token beyond loopback)
@@ -59,6 +61,7 @@ export async function serveCommand(
     host: { type: 'string' },
     port: { type: 'string', short: 'p' },
     config: { type: 'string', short: 'c' },
+    'log-format': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -70,6 +73,11 @@ export async function serveCommand(
   const host = values.host ?? '127.0.0.1';
   const port = portOf(values.port ?? '8787');
   const loaded = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const logger = createLogger({
+    command: 'serve',
+    format: logFormatOf(values['log-format'], loaded.log_format),
+    stream: io.stderr,
+  });
   // Inside a daemon's repository: the daemon's runs directory, outside the work tree.
   const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir) };
   const token = config.api.token;
@@ -81,10 +89,10 @@ export async function serveCommand(
         'Set FABRIC_API_TOKEN (or api.token in the config), or listen on 127.0.0.1.',
     );
   }
-  const log = (line: string) => io.stderr.write(`fabric serve: ${line}\n`);
+  const log = (line: string) => logger.info(line);
   const fabric = createFabric(config, {
     env: io.env,
-    onDegraded: (message) => log(message),
+    onDegraded: (message) => logger.warn(message),
   });
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.
