@@ -28,6 +28,8 @@ export class ProgressReporter implements RunObserver {
   #finalTurn = false;
   /** How the model answered the final turn: an accepted finish_task, plain text, or not at all. */
   #finalReport: 'finish_task' | 'rejected' | 'text' | undefined;
+  /** Whether the `⟳ stuck … ending the run` line was shown, so run_end does not say it again. */
+  #stuckShown = false;
 
   readonly #showReasoning: boolean;
 
@@ -51,6 +53,7 @@ export class ProgressReporter implements RunObserver {
         this.#maxSteps = event.max_steps;
         this.#finalTurn = false;
         this.#finalReport = undefined;
+        this.#stuckShown = false;
         this.#line(
           `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
         );
@@ -70,6 +73,7 @@ export class ProgressReporter implements RunObserver {
         this.#line(s.yellow(`  ⇣ compacted: ${describeCompaction(event)}`));
         break;
       case 'run_stuck':
+        if (event.action === 'stopped') this.#stuckShown = true;
         this.#line(
           s.yellow(
             `  ⟳ stuck: ${describeStuck(event)}${event.action === 'warned' ? '; telling the model' : '; ending the run'}`,
@@ -133,7 +137,10 @@ export class ProgressReporter implements RunObserver {
             ? this.#stoppedAtLimit(event.steps)
             : `${event.status} after ${plural(event.steps, 'step')}`;
         this.#line(`${mark} ${how}${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`);
-        if (event.error) this.#line(s.red(`  ${event.error.message}`));
+        // A stuck run's why was just shown on its `⟳ stuck` line; once is enough.
+        if (event.error && !(event.error.code === 'run_stuck' && this.#stuckShown)) {
+          this.#line(s.red(`  ${event.error.message}`));
+        }
         break;
       }
       case 'llm_response':

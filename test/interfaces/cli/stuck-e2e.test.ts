@@ -53,6 +53,9 @@ describe('fabric run with a model that goes round in circles', () => {
     const fifth = JSON.stringify(server?.chatRequests()[4]?.body);
     expect(fifth).toContain('Doing it again will not change anything');
     expect(stderr).toMatch(/⟳ stuck: convert_units called 4 times in a row.*telling the model/);
+    // Why it stopped is said once, on its ⟳ line, not again under the run's end (issue 34 item 9).
+    expect(stderr.match(/convert_units called 4 times in a row/g)).toHaveLength(2);
+    expect(stderr).toMatch(/⟳ stuck: convert_units called 4 times in a row.*ending the run/);
   });
 
   it('sees two calls alternating, and lets a model that changes course after the word go on', async () => {
