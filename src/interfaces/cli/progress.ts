@@ -103,6 +103,12 @@ export class ProgressReporter implements RunObserver {
         this.#line(`  → ${event.tool} ${s.dim(preview(event.arguments, ARG_PREVIEW))}`);
         break;
       case 'tool_result':
+        if (!event.diff && event.result.trim().includes('\n')) {
+          // Output of several lines keeps its lines (compiler errors, listings), indented and bounded.
+          this.#line(`  ${s.green('✓')} ${event.tool} ${s.dim(`(${event.duration_ms} ms)`)}`);
+          for (const line of resultLines(event.result)) this.#line(`    ${s.dim(line)}`);
+          break;
+        }
         // A file change reads best as its size and place; the full diff is in the runlog.
         this.#line(
           `  ${s.green('✓')} ${event.tool} ${
@@ -192,6 +198,22 @@ export function diffSummary(diff: string): string {
   const { added, removed, cut } = diffStat(diff);
   const file = /^\+\+\+ b\/(.*)$/m.exec(diff)?.[1] ?? '';
   return `+${added} −${removed} ${file}${cut ? ' (cut)' : ''}`.trimEnd();
+}
+
+const RESULT_LINES = 8;
+const RESULT_LINE_WIDTH = 160;
+
+/** A tool's output of several lines as at most RESULT_LINES lines, each cut at RESULT_LINE_WIDTH. */
+function resultLines(text: string): string[] {
+  const lines = text
+    .replace(/\s+$/, '')
+    .replace(/^\s*\n/, '')
+    .split('\n');
+  const shown = lines
+    .slice(0, RESULT_LINES)
+    .map((line) => (line.length > RESULT_LINE_WIDTH ? `${line.slice(0, RESULT_LINE_WIDTH)}…` : line));
+  const more = lines.length - shown.length;
+  return more > 0 ? [...shown, `… ${plural(more, 'more line')}`] : shown;
 }
 
 function preview(text: string, max: number): string {
