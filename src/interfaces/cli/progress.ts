@@ -28,6 +28,8 @@ export class ProgressReporter implements RunObserver {
   #finalTurn = false;
   /** How the model answered the final turn: an accepted finish_task, plain text, or not at all. */
   #finalReport: 'finish_task' | 'rejected' | 'text' | undefined;
+  /** Whether the `⟳ stuck … ending the run` line was shown, so run_end does not say it again. */
+  #stuckShown = false;
 
   readonly #showReasoning: boolean;
 
@@ -51,6 +53,7 @@ export class ProgressReporter implements RunObserver {
         this.#maxSteps = event.max_steps;
         this.#finalTurn = false;
         this.#finalReport = undefined;
+        this.#stuckShown = false;
         this.#line(
           `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
         );
@@ -70,6 +73,7 @@ export class ProgressReporter implements RunObserver {
         this.#line(s.yellow(`  ⇣ compacted: ${describeCompaction(event)}`));
         break;
       case 'run_stuck':
+        if (event.action === 'stopped') this.#stuckShown = true;
         this.#line(
           s.yellow(
             `  ⟳ stuck: ${describeStuck(event)}${event.action === 'warned' ? '; telling the model' : '; ending the run'}`,
@@ -99,6 +103,12 @@ export class ProgressReporter implements RunObserver {
         this.#line(`  → ${event.tool} ${s.dim(preview(event.arguments, ARG_PREVIEW))}`);
         break;
       case 'tool_result':
+        if (!event.diff && event.result.trim().includes('\n')) {
+          // Output of several lines keeps its lines (compiler errors, listings), indented and bounded.
+          this.#line(`  ${s.green('✓')} ${event.tool} ${s.dim(`(${event.duration_ms} ms)`)}`);
+          for (const line of resultLines(event.result)) this.#line(`    ${s.dim(line)}`);
+          break;
+        }
         // A file change reads best as its size and place; the full diff is in the runlog.
         this.#line(
           `  ${s.green('✓')} ${event.tool} ${
@@ -133,7 +143,10 @@ export class ProgressReporter implements RunObserver {
             ? this.#stoppedAtLimit(event.steps)
             : `${event.status} after ${plural(event.steps, 'step')}`;
         this.#line(`${mark} ${how}${tokens} · ${(event.duration_ms / 1000).toFixed(1)} s`);
-        if (event.error) this.#line(s.red(`  ${event.error.message}`));
+        // A stuck run's why was just shown on its `⟳ stuck` line; once is enough.
+        if (event.error && !(event.error.code === 'run_stuck' && this.#stuckShown)) {
+          this.#line(s.red(`  ${event.error.message}`));
+        }
         break;
       }
       case 'llm_response':
@@ -185,6 +198,22 @@ export function diffSummary(diff: string): string {
   const { added, removed, cut } = diffStat(diff);
   const file = /^\+\+\+ b\/(.*)$/m.exec(diff)?.[1] ?? '';
   return `+${added} −${removed} ${file}${cut ? ' (cut)' : ''}`.trimEnd();
+}
+
+const RESULT_LINES = 8;
+const RESULT_LINE_WIDTH = 160;
+
+/** A tool's output of several lines as at most RESULT_LINES lines, each cut at RESULT_LINE_WIDTH. */
+function resultLines(text: string): string[] {
+  const lines = text
+    .replace(/\s+$/, '')
+    .replace(/^\s*\n/, '')
+    .split('\n');
+  const shown = lines
+    .slice(0, RESULT_LINES)
+    .map((line) => (line.length > RESULT_LINE_WIDTH ? `${line.slice(0, RESULT_LINE_WIDTH)}…` : line));
+  const more = lines.length - shown.length;
+  return more > 0 ? [...shown, `… ${plural(more, 'more line')}`] : shown;
 }
 
 function preview(text: string, max: number): string {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
+import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { runUnits } from '../../support/units-run.ts';
 
@@ -53,6 +53,19 @@ describe('fabric run with a model that goes round in circles', () => {
     const fifth = JSON.stringify(server?.chatRequests()[4]?.body);
     expect(fifth).toContain('Doing it again will not change anything');
     expect(stderr).toMatch(/⟳ stuck: convert_units called 4 times in a row.*telling the model/);
+    // Why it stopped is said once, on its ⟳ line, not again under the run's end (issue 34 item 9).
+    expect(stderr.match(/convert_units called 4 times in a row/g)).toHaveLength(2);
+    expect(stderr).toMatch(/⟳ stuck: convert_units called 4 times in a row.*ending the run/);
+    // `fabric runs show` gives the model's report as its claim, not as the run's result.
+    const shown = await runFabricInProcess(['runs', 'show', result.run_id, '--config', sandbox!.configPath], {
+      env: testEnv(sandbox!, server!.url),
+      cwd: sandbox!.dir,
+    });
+    expect(shown.exitCode).toBe(0);
+    expect(shown.stdout).toMatch(
+      /the model's unverified claim \(the run failed run_stuck\):\n {2}I kept converting\./,
+    );
+    expect(shown.stdout).not.toMatch(/^result:/m);
   });
 
   it('sees two calls alternating, and lets a model that changes course after the word go on', async () => {

@@ -39,7 +39,12 @@ export function runDetails(run: ListedRun, where: readonly [string, string][]): 
   const lines = [run.run_id, ...rows.map(([label, value]) => `  ${`${label}:`.padEnd(width)} ${value}`)];
   if (run.payload !== null) {
     const payload = formatPayload(run.payload).trimEnd().split('\n');
-    lines.push('', 'result:', ...payload.map((line) => `  ${line}`));
+    // A failed run's payload is what the model said it did, which the run's checks did not bear out.
+    const label =
+      run.status === 'failed'
+        ? `the model's unverified claim (the run failed${run.error === null ? '' : ` ${run.error.code}`}):`
+        : 'result:';
+    lines.push('', label, ...payload.map((line) => `  ${line}`));
   } else if (run.status !== 'running') lines.push('', 'result: none recorded');
   return `${lines.join('\n')}\n`;
 }
