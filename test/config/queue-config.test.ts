@@ -29,7 +29,13 @@ describe('the queue setting', () => {
   it('runs in-process by default, with the worker defaults', async () => {
     const config = await load('');
     expect(config.queue).toBe('in_process');
-    expect(config.worker).toEqual({ heartbeat_s: 5, dead_after_s: 30, concurrency: 1, archive_max_mib: 64 });
+    expect(config.worker).toEqual({
+      heartbeat_s: 5,
+      dead_after_s: 30,
+      concurrency: 1,
+      archive_max_mib: 64,
+      metrics_port: 0,
+    });
   });
 
   it('queues in Postgres when the file says so and a DSN names the server', async () => {
