@@ -51,3 +51,21 @@ export function exitCodeFor(code: FabricErrorCode): number {
 export function exitCodeForFailedRun(error: { readonly code: string } | null): number {
   return error !== null && isFabricErrorCode(error.code) ? exitCodeFor(error.code) : EXIT.runFailed;
 }
+
+/** The exit code of a run that ended (`fabric run`, `fabric resume`): its status, and a failure's code. */
+export function exitCodeForRun(result: {
+  readonly status: 'succeeded' | 'max_steps' | 'cancelled' | 'interrupted' | 'failed';
+  readonly error: { readonly code: string } | null;
+}): number {
+  switch (result.status) {
+    case 'succeeded':
+      return EXIT.ok;
+    case 'max_steps':
+      return EXIT.maxSteps;
+    case 'cancelled':
+    case 'interrupted':
+      return EXIT.cancelled;
+    case 'failed':
+      return exitCodeForFailedRun(result.error);
+  }
+}

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
-import { exitCodeForFailedRun } from '../exit-code.ts';
+import { exitCodeForRun } from '../exit-code.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -74,15 +74,5 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
   if (values.json) io.stdout.write(`${JSON.stringify(result)}\n`);
   else if (result.payload) io.stdout.write(formatPayload(result.payload));
   io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
-  switch (result.status) {
-    case 'succeeded':
-      return EXIT.ok;
-    case 'max_steps':
-      return EXIT.maxSteps;
-    case 'cancelled':
-    case 'interrupted':
-      return EXIT.cancelled;
-    case 'failed':
-      return exitCodeForFailedRun(result.error);
-  }
+  return exitCodeForRun(result);
 }

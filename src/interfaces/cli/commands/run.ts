@@ -3,7 +3,7 @@ import type { RunObserver } from '../../../application/ports.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
-import { exitCodeForFailedRun } from '../exit-code.ts';
+import { exitCodeForRun } from '../exit-code.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
@@ -112,17 +112,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     io.stdout.write(formatPayload(result.payload));
   }
   io.stderr.write(style.dim(`runlog: ${result.runlog}\n`));
-  switch (result.status) {
-    case 'succeeded':
-      return EXIT.ok;
-    case 'max_steps':
-      return EXIT.maxSteps;
-    case 'cancelled':
-    case 'interrupted':
-      return EXIT.cancelled;
-    case 'failed':
-      return exitCodeForFailedRun(result.error);
-  }
+  return exitCodeForRun(result);
 }
 
 /** `--events jsonl`: each runlog event as one line on stdout, as it is recorded. */
