@@ -49,6 +49,12 @@ export function checkPolicy(
     );
   }
   const argv = query.argv;
+  if (tool === COMMAND_TOOL && argv === undefined) {
+    throw new FabricError(
+      'usage',
+      `The ${COMMAND_TOOL} tool is decided by its command: put it after --, e.g. \`fabric policy check -- cargo tree\`. (fabric policy check --help)`,
+    );
+  }
   const request: PolicyRequest = { tool, argv, path: query.path };
   const rules = rulesFor(specialist, spec.policy?.rules, config.policy.rules);
   const allowlist = parseAllowlist(specialistSandbox(spec).allowed_commands);

@@ -78,6 +78,9 @@ describe('policy.rules (SPEC §19)', () => {
     expect(none.decision).toBe('deny');
     const path = JSON.parse((await check(['--json', '--tool', 'write_file', '--path', 'src/lib.rs'])).stdout);
     expect(path).toMatchObject({ decision: 'deny', rule: 'specialists.rust.policy.rules[0]' });
+    const bare = await check(['--tool', 'shell']);
+    expect(bare.exitCode).toBe(2);
+    expect(bare.stderr).toContain('put it after --, e.g. `fabric policy check -- cargo tree`');
     // Allowed by a rule, refused by the sandbox's fixed rules all the same.
     await writeFile(
       sandbox.configPath,
