@@ -5,6 +5,7 @@
 import type { ChatMessage, JsonSchema, ToolCall, ToolSpec, Usage } from '../domain/messages.ts';
 import type { EffectClass } from '../domain/effects.ts';
 import type { RunEvent, RunEventInput } from '../domain/run-events.ts';
+import type { PlacedRule } from '../domain/policy.ts';
 import type { SpecialistConfig, ThinkLevel } from '../config/schema.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -246,6 +247,12 @@ export interface PackBuildContext {
   /** Absolute workspace path: `--workspace`, else the configured one, else undefined. */
   readonly workspace: string | undefined;
   readonly settings: FabricSettings;
+  /**
+   * The specialist's `policy.rules` then the top-level ones (SPEC §19). The registry refuses the
+   * calls they deny or ask about; a pack that runs commands adds the commands `allow` rules name
+   * to its allowlist.
+   */
+  readonly policy?: readonly PlacedRule[];
 }
 
 /** A pack factory: `builtin:<name>`, or the export a custom pack's module names. Knows nothing of MCP. */

@@ -136,6 +136,7 @@ export class Fabric {
       specialists: config.specialists,
       baseDir: config.baseDir,
       builtins: BUILTIN_PACKS,
+      policy: config.policy.rules,
       // The run record and the config in use are out of every pack's reach (SPEC §6).
       settings: {
         searxngUrl: config.search.searxng_url,

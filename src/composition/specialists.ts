@@ -10,6 +10,7 @@ export function listSpecialists(config: FabricConfig): readonly SpecialistInfo[]
     specialists: config.specialists,
     baseDir: config.baseDir,
     builtins: BUILTIN_PACKS,
+    policy: config.policy.rules,
     settings: { searxngUrl: config.search.searxng_url },
   }).list();
 }

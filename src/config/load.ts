@@ -255,6 +255,8 @@ function formatIssue(issue: v.BaseIssue<unknown>): string {
   if (issue.received === 'undefined') {
     return `${path}: missing; expected ${issue.expected ?? 'a value'}`;
   }
+  // A rule of our own (`v.check`) says what is wrong in its message.
+  if (issue.type === 'check') return `${path}: ${issue.message}`;
   return `${path}: expected ${issue.expected ?? issue.message}, found ${issue.received}`;
 }
 

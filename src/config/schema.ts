@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { COMMAND_TOOL, globMatches } from '../domain/policy.ts';
 import type { Secret } from './secret.ts';
 
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
@@ -31,6 +32,35 @@ export const SandboxSchema = v.strictObject({
   read_only_paths: v.optional(v.array(nonEmpty), []),
 });
 
+/** One rule of `policy.rules` (SPEC §19, src/domain/policy.ts). */
+export const PolicyRuleSchema = v.pipe(
+  v.strictObject({
+    tool: nonEmpty,
+    command: v.optional(nonEmpty),
+    path: v.optional(nonEmpty),
+    decision: v.picklist(['allow', 'ask', 'deny']),
+  }),
+  v.check(
+    (rule) => rule.command === undefined || rule.path === undefined,
+    'a rule matches a command or a path, not both: split it into two rules',
+  ),
+  v.check(
+    (rule) => rule.command === undefined || globMatches(rule.tool, COMMAND_TOOL, false),
+    `a command prefix applies to the ${COMMAND_TOOL} tool only: set tool: ${COMMAND_TOOL}, or match a path instead`,
+  ),
+  v.check(
+    (rule) =>
+      rule.decision !== 'allow' || rule.command !== undefined || !globMatches(rule.tool, COMMAND_TOOL, false),
+    `an allow rule for ${COMMAND_TOOL} names the command it allows (e.g. command: "cargo tree"); ` +
+      'allowing every command is not possible',
+  ),
+);
+
+export const PolicySchema = v.strictObject({
+  /** Of the rules matching a call, deny wins over ask, ask over allow. */
+  rules: v.optional(v.array(PolicyRuleSchema), []),
+});
+
 export const SpecialistSchema = v.strictObject({
   builder: nonEmpty,
   description: v.optional(v.string(), ''),
@@ -43,6 +73,8 @@ export const SpecialistSchema = v.strictObject({
   /** Hosts `fetch_url` may reach even when they resolve to private addresses. */
   allowed_hosts: v.optional(v.array(nonEmpty), []),
   mcp_servers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), McpServerSchema), {}),
+  /** This specialist's rules, in front of the top-level `policy.rules`. */
+  policy: v.optional(PolicySchema),
   /** Pack-specific settings, passed to the builder as they are. */
   options: v.optional(v.record(v.string(), v.unknown()), {}),
 });
@@ -207,6 +239,8 @@ export const FabricConfigSchema = v.strictObject({
   telemetry: v.optional(TelemetrySchema, {}),
   /** How `serve`, `worker` and `daemon` log on stderr: `text`, or `json` lines (`--log-format` overrides). */
   log_format: v.optional(v.picklist(['text', 'json']), 'text'),
+  /** Which tool calls run, need a person's approval or are refused (SPEC §19). */
+  policy: v.optional(PolicySchema, {}),
   specialists: v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/)), SpecialistSchema),
 });
 

@@ -9,7 +9,9 @@ import type {
 } from '../../application/ports.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { type PlacedRule, type PolicyRule, rulesFor } from '../../domain/policy.ts';
 import { importPackModule } from './import-pack-module.ts';
+import { guardPack } from './policy-guard.ts';
 
 /** Built-in pack builders by name (`builtin:<name>`), imported only when used. */
 export type BuiltinPacks = Readonly<Record<string, () => Promise<PackBuilder>>>;
@@ -24,6 +26,8 @@ export interface ConfigRegistryOptions {
    * reach (SPEC §6): the composition root passes `config.runs_dir` and `config.source`.
    */
   readonly settings: FabricSettings;
+  /** The top-level `policy.rules`; each specialist's own come in front of them (SPEC §19). */
+  readonly policy?: readonly PolicyRule[] | undefined;
   /** Wraps a built pack, e.g. to attach MCP servers. Pack builders know nothing of it. */
   readonly wrap?: (
     pack: SpecialistPack,
@@ -73,6 +77,7 @@ export class ConfigRegistry implements SpecialistRegistry {
     const config = this.config(name);
     const builder = await this.#builder(name, config.builder);
     const workspace = options.workspace ?? config.workspace;
+    const policy = this.policyFor(name);
     let pack: SpecialistPack;
     try {
       pack = await builder({
@@ -80,6 +85,7 @@ export class ConfigRegistry implements SpecialistRegistry {
         config,
         workspace: workspace === undefined ? undefined : resolve(workspace),
         settings: this.#options.settings,
+        policy,
       });
     } catch (error) {
       if (error instanceof FabricError) throw error;
@@ -98,11 +104,20 @@ export class ConfigRegistry implements SpecialistRegistry {
           '(an object with name, systemPrompt, finish, open, tools and close).',
       );
     }
-    if (!this.#options.wrap) return pack;
-    return this.#options.wrap(pack, name, config, {
-      workspace: workspace === undefined ? undefined : resolve(workspace),
-      settings: this.#options.settings,
-    });
+    // Outermost: the policy also governs the tools an MCP server adds.
+    if (!this.#options.wrap) return guardPack(pack, policy);
+    return guardPack(
+      this.#options.wrap(pack, name, config, {
+        workspace: workspace === undefined ? undefined : resolve(workspace),
+        settings: this.#options.settings,
+      }),
+      policy,
+    );
+  }
+
+  /** The specialist's rules in front of the top-level ones, each with where it is written. */
+  policyFor(name: string): PlacedRule[] {
+    return rulesFor(name, this.config(name).policy?.rules, this.#options.policy);
   }
 
   async #builder(name: string, ref: string): Promise<PackBuilder> {

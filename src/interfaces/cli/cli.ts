@@ -26,6 +26,11 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'list the configured specialists',
     run: async (argv, io) => (await import('./commands/specialists.ts')).specialistsCommand(argv, io),
   },
+  policy: {
+    summary:
+      'say what the policy does with a call and which rule decides (`fabric policy check -- cargo tree`)',
+    run: async (argv, io) => (await import('./commands/policy.ts')).policyCommand(argv, io),
+  },
   models: {
     summary: "list every backend's models and which one a run would use",
     run: async (argv, io) => (await import('./commands/models.ts')).modelsCommand(argv, io),

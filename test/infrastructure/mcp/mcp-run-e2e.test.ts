@@ -33,8 +33,9 @@ describe('a run with MCP servers attached to the units pack by configuration', (
     await rm(work, { recursive: true, force: true });
   });
 
-  const configWith = (extraServers: Record<string, unknown> = {}) =>
+  const configWith = (extraServers: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
     makeSandbox({
+      ...extra,
       specialists: {
         units: {
           builder: `${EXAMPLE_PACK}#buildPack`,
@@ -92,6 +93,50 @@ describe('a run with MCP servers attached to the units pack by configuration', (
       expect.stringMatching(/^Error: MCP tool read_text_file \(server "fs"\) reported an error/),
     ]);
     expect(await processesMarked(join(work, 'mcp'))).toEqual([]);
+  });
+
+  it("policy.rules govern the servers' tools too: a denied tool and an asked-about path never reach the server", async () => {
+    sandbox = await configWith(
+      {},
+      {
+        policy: {
+          rules: [
+            { tool: 'mcp__ev__*', decision: 'deny' },
+            { tool: 'mcp__fs__*', path: '**/secret*', decision: 'ask' },
+          ],
+        },
+      },
+    );
+    await writeFile(join(work, 'data/secret.txt'), 'hidden\n');
+    server = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [
+        {
+          reply: {
+            toolCalls: [
+              { name: 'mcp__ev__get-sum', arguments: { a: 2, b: 3 } },
+              { name: 'mcp__fs__read_text_file', arguments: { path: join(work, 'data/secret.txt') } },
+              { name: 'mcp__fs__read_text_file', arguments: { path: join(work, 'data/length.txt') } },
+            ],
+          },
+        },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Read.', answer: '3 km' } }] } },
+      ],
+    });
+    const result = await spawnFabric(
+      ['run', '-s', 'units', '--json', '--config', sandbox.configPath, 'How long is the track?'],
+      { env: testEnv(sandbox, server.url), cwd: sandbox.dir },
+    );
+    expect(result.exitCode, result.stderr).toBe(0);
+    const second = server.chatRequests()[1]?.body as ChatBody;
+    const results = second.messages.filter((message) => message.role === 'tool').map((m) => m.content);
+    expect(results[0]).toContain('is denied by the policy, policy.rules[0] (mcp__ev__*: deny)');
+    expect(results[1]).toContain(
+      "needs a person's approval (policy.rules[1] (mcp__fs__* path **/secret*: ask))",
+    );
+    expect(results[1]).not.toContain('hidden');
+    expect(results[2]).toContain('3 km');
   });
 
   it('fails clearly when a server cannot start, and leaves no server running', async () => {

@@ -7,6 +7,7 @@ import type {
   SpecialistPack,
 } from '../../../application/ports.ts';
 import { errorMessage, FabricError } from '../../../domain/errors.ts';
+import { allowRuleCommands } from '../../registry/policy-guard.ts';
 import { CommandSandbox } from '../../sandbox/command-sandbox.ts';
 import { PathScope } from '../../sandbox/path-scope.ts';
 import { recordPathsIn } from '../../sandbox/record-paths.ts';
@@ -49,9 +50,11 @@ export const buildRustPack: PackBuilder = async (context) => {
   // The runs directory and config file, when they lie in the workspace: out of every tool's reach.
   const record = await recordPathsIn(await realpath(root), context.settings);
   const scope = await PathScope.create(root, record);
+  // A command an `allow` rule names runs as an allowlisted one, in the same sandbox (SPEC §19).
+  const allowedCommands = [...sandboxConfig.allowed_commands, ...allowRuleCommands(context.policy ?? [])];
   const sandbox = new CommandSandbox({
     root: scope.root,
-    allowedCommands: sandboxConfig.allowed_commands,
+    allowedCommands,
     timeoutMs: sandboxConfig.timeout_s * 1000,
     network: sandboxConfig.network,
     outputLimitBytes: sandboxConfig.output_limit_bytes,
@@ -61,7 +64,7 @@ export const buildRustPack: PackBuilder = async (context) => {
     onNotice: (message) => console.warn(`agent-fabric [${context.specialist}]: ${message}`),
     record,
   });
-  const tools = [...fileTools(scope), ...commandTools(sandbox, sandboxConfig.allowed_commands)];
+  const tools = [...fileTools(scope), ...commandTools(sandbox, allowedCommands)];
   const pack: SpecialistPack & FinishGate = {
     name: context.specialist,
     systemPrompt: await loadRustSystemPrompt(),

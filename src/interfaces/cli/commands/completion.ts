@@ -28,6 +28,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
   runs: ['--repo', '--json', '--config'],
   specialists: ['--json', '--config'],
   models: ['--specialist', '--json', '--config'],
+  policy: ['--specialist', '--tool', '--path', '--json', '--config'],
   health: ['--json', '--config'],
   control: ['--out', '--json', '--config'],
   mcp: ['--config'],
@@ -44,6 +45,7 @@ const SUBCOMMANDS: Readonly<Record<string, readonly string[]>> = {
   runs: ['list', 'show'],
   control: ['migrate', 'sync', 'export'],
   daemon: ['status'],
+  policy: ['check'],
   completion: ['bash', 'zsh', 'fish'],
 };
 

@@ -1,0 +1,82 @@
+/** `fabric policy check`: what the policy would do with a call, and which rule decides (SPEC §19). */
+import { resolve } from 'node:path';
+import type { FabricConfig } from '../config/load.ts';
+import { FabricError, ToolError } from '../domain/errors.ts';
+import {
+  COMMAND_TOOL,
+  decidePolicy,
+  type PolicyRequest,
+  type PolicyVerdict,
+  rulesFor,
+} from '../domain/policy.ts';
+import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
+import { allowRuleCommands } from '../infrastructure/registry/policy-guard.ts';
+import { checkCommand, parseAllowlist } from '../infrastructure/sandbox/command-policy.ts';
+
+export interface PolicyCheck {
+  readonly specialist: string;
+  readonly request: PolicyRequest;
+  readonly verdict: PolicyVerdict;
+  /** An allowed command the sandbox's fixed rules still refuse (`cargo run`, a path outside). */
+  readonly sandboxRefusal?: string | undefined;
+}
+
+/** Decides one call the way a run of the specialist would, without running anything. */
+export function checkPolicy(
+  config: FabricConfig,
+  query: {
+    specialist?: string | undefined;
+    tool?: string | undefined;
+    argv?: readonly string[] | undefined;
+    path?: string | undefined;
+  },
+  cwd: string,
+): PolicyCheck {
+  const specialist = query.specialist ?? onlySpecialist(config);
+  const spec = config.specialists[specialist];
+  if (spec === undefined) {
+    const known = Object.keys(config.specialists).join(', ') || '(none)';
+    throw new FabricError(
+      'specialist_unknown',
+      `No specialist "${specialist}". Configured specialists: ${known}. \`fabric specialists\` lists them.`,
+    );
+  }
+  const tool = query.tool ?? (query.argv === undefined ? undefined : COMMAND_TOOL);
+  if (tool === undefined) {
+    throw new FabricError(
+      'usage',
+      'fabric policy check needs a command after -- (e.g. `-- cargo tree`) or --tool NAME (with --path P for a file tool). (fabric policy check --help)',
+    );
+  }
+  const argv = query.argv;
+  if (tool === COMMAND_TOOL && argv === undefined) {
+    throw new FabricError(
+      'usage',
+      `The ${COMMAND_TOOL} tool is decided by its command: put it after --, e.g. \`fabric policy check -- cargo tree\`. (fabric policy check --help)`,
+    );
+  }
+  const request: PolicyRequest = { tool, argv, path: query.path };
+  const rules = rulesFor(specialist, spec.policy?.rules, config.policy.rules);
+  const allowlist = parseAllowlist(specialistSandbox(spec).allowed_commands);
+  const verdict = decidePolicy(request, rules, allowlist);
+  if (verdict.decision !== 'allow' || argv === undefined || tool !== COMMAND_TOOL)
+    return { specialist, request, verdict };
+  // An allowed command still meets the sandbox's fixed rules, as in a run.
+  const allowed = [...allowlist, ...parseAllowlist(allowRuleCommands(rules))];
+  try {
+    checkCommand(argv, { allowed, root: resolve(spec.workspace ?? cwd) });
+    return { specialist, request, verdict };
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    return { specialist, request, verdict, sandboxRefusal: error.message };
+  }
+}
+
+function onlySpecialist(config: FabricConfig): string {
+  const names = Object.keys(config.specialists);
+  if (names.length === 1) return names[0]!;
+  throw new FabricError(
+    'usage',
+    `fabric policy check needs --specialist NAME: the config defines ${names.length === 0 ? 'none' : names.join(', ')}. (fabric policy check --help)`,
+  );
+}

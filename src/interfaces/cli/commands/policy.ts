@@ -1,0 +1,108 @@
+import { checkPolicy, type PolicyCheck } from '../../../composition/policy-check.ts';
+import { loadConfig } from '../../../config/load.ts';
+import { FabricError } from '../../../domain/errors.ts';
+import { parseCommandArgs } from '../args.ts';
+import { type CliIo, EXIT } from '../io.ts';
+
+export const POLICY_HELP = `Usage: fabric policy check [--specialist NAME] [--json] -- COMMAND [ARGS...]
+       fabric policy check [--specialist NAME] [--json] --tool NAME [--path PATH]
+
+Says what a run of the specialist would do with a call, without running it: allow, ask (a
+person approves first) or deny, and the rule that decides. Rules come from policy.rules in the
+config, the specialist's own first (SPEC §19): of the rules that match, deny wins over ask and
+ask over allow; a command no rule matches runs only when sandbox.allowed_commands allows it.
+A command is matched on its words, as the shell tool parses it.
+
+Options:
+  -s, --specialist NAME   the specialist (default: the only one configured)
+      --tool NAME         the tool (default: shell when a command follows --)
+      --path PATH         the path argument of a file tool, relative to the workspace
+      --json              one JSON object: decision, rule, by, sandbox_refusal
+  -c, --config FILE       the config file
+
+Examples:
+  fabric policy check -- cargo tree -e features
+  fabric policy check --specialist rust --tool write_file --path Cargo.lock
+`;
+
+/** `fabric policy check`. */
+export async function policyCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h') {
+    io.stdout.write(POLICY_HELP);
+    return sub === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (sub !== 'check') {
+    throw new FabricError(
+      'usage',
+      `Unknown policy command "${sub}": the one there is is \`check\`. (fabric policy --help)`,
+    );
+  }
+  const dash = rest.indexOf('--');
+  const flags = dash === -1 ? rest : rest.slice(0, dash);
+  const command = dash === -1 ? undefined : rest.slice(dash + 1);
+  const { values, positionals } = parseCommandArgs('policy check', flags, {
+    specialist: { type: 'string', short: 's' },
+    tool: { type: 'string' },
+    path: { type: 'string' },
+    json: { type: 'boolean' },
+    config: { type: 'string', short: 'c' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(POLICY_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0) {
+    throw new FabricError(
+      'usage',
+      `Put the command after --: \`fabric policy check -- ${positionals.join(' ')}\` (the fabric's flags come before it). (fabric policy check --help)`,
+    );
+  }
+  if (command !== undefined && command.length === 0) {
+    throw new FabricError(
+      'usage',
+      'Nothing follows --: name the command, e.g. `-- cargo tree`. (fabric policy check --help)',
+    );
+  }
+  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const check = checkPolicy(
+    config,
+    { specialist: values.specialist, tool: values.tool, argv: command, path: values.path },
+    io.cwd,
+  );
+  const decision = check.sandboxRefusal === undefined ? check.verdict.decision : 'deny';
+  if (values.json) {
+    io.stdout.write(
+      `${JSON.stringify({
+        specialist: check.specialist,
+        tool: check.request.tool,
+        ...(check.request.argv === undefined ? {} : { argv: check.request.argv }),
+        ...(check.request.path === undefined ? {} : { path: check.request.path }),
+        decision,
+        rule: check.verdict.rule?.where ?? null,
+        by: check.verdict.by,
+        sandbox_refusal: check.sandboxRefusal ?? null,
+      })}\n`,
+    );
+  } else io.stdout.write(describe(check, decision));
+  return EXIT.ok;
+}
+
+function describe(check: PolicyCheck, decision: string): string {
+  const { request, verdict } = check;
+  const what =
+    request.argv !== undefined
+      ? `\`${request.argv.join(' ')}\``
+      : `${request.tool}${request.path === undefined ? '' : ` on ${request.path}`}`;
+  const meaning: Record<string, string> = {
+    allow: 'runs (in the sandbox)',
+    ask: "waits for a person's approval",
+    deny: 'is refused; the model is told why',
+  };
+  const lines = [`${decision}: ${what} ${meaning[decision]} for specialist ${check.specialist}`];
+  lines.push(`  decided by ${verdict.by}`);
+  if (check.sandboxRefusal !== undefined)
+    lines.push(`  the policy allows it, but the sandbox refuses it: ${check.sandboxRefusal}`);
+  return `${lines.join('\n')}\n`;
+}
