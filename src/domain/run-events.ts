@@ -138,8 +138,12 @@ export interface RunEventBodies {
     refused?: string[];
     /** Blocks of call markup that could not be read. */
     malformed?: number;
-    /** `reasoning` when the calls were written in the reasoning of a turn with empty content. */
-    from?: 'reasoning';
+    /**
+     * `reasoning` when the calls were written in the reasoning of a turn with empty content;
+     * `content_beside_calls` when they were left in the content of a turn that also had native
+     * calls (a server that parsed only the first, research/local-model-quirks-2.md Q27).
+     */
+    from?: 'reasoning' | 'content_beside_calls';
   };
   text_fallback: {
     step: number;

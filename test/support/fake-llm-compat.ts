@@ -92,13 +92,20 @@ export function startFakeLlamaServer(options: {
   respond?: Respond;
   /** A Mistral-family template: tool-call ids must be nine alphanumerics (Q10). */
   mistralIds?: boolean;
+  /**
+   * The template can do parallel calls (`chat_template_caps.supports_parallel_tool_calls`, true by
+   * default); false: only a turn's first call is parsed, whatever the request asks (Q27).
+   */
+  parallelTemplate?: boolean;
 }): Promise<FakeLlmServer> {
   let loading = options.loadingRequests ?? 0;
   const { model } = options;
+  const parallel = options.parallelTemplate !== false;
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
     maxTokens: 'length',
+    parallelToolCalls: parallel ? 'llama_cpp' : 'llama_cpp_serial_template',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
@@ -136,6 +143,7 @@ export function startFakeLlamaServer(options: {
           chat_template_caps: {
             supports_tools: model.toolUse !== false,
             supports_tool_calls: model.toolUse !== false,
+            supports_parallel_tool_calls: parallel,
           },
           build_info: 'b6500-fake',
         });
@@ -170,6 +178,7 @@ export function startFakeVllm(options: {
     flavor: 'lm_studio',
     streamStyle: 'openai',
     maxTokens: 'vllm',
+    parallelToolCalls: 'vllm',
     ...(options.xmlToolParser === true ? { typelessAsText: true } : {}),
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),

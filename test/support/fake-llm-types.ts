@@ -179,6 +179,11 @@ export interface FakeLlmServerOptions {
    * arrives as a JSON string (vllm #46924: research/local-model-quirks-2.md Q2).
    */
   typelessAsText?: boolean;
+  /**
+   * How the server treats a request's `parallel_tool_calls` (fake-llm-reply.ts parallelAsAsked,
+   * research/local-model-quirks-2.md Q27, Q28); absent: every scripted call is answered.
+   */
+  parallelToolCalls?: 'llama_cpp' | 'llama_cpp_serial_template' | 'vllm';
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -2,7 +2,7 @@ import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/m
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { recoverWrittenCalls } from './written-calls.ts';
+import { recoverCallsBeside, recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
 import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
 import { FabricError } from '../../domain/errors.ts';
@@ -134,6 +134,15 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
         // The call now lives in tool_calls; sending the text back too would show it twice.
         assistantContent = '';
         break;
+    }
+  }
+  if (calls.length > 0 && cut === null && input.recoverTextToolCalls && turn.content.trim() !== '') {
+    // A server that parsed only the first call leaves the others in the text (quirks-2 Q27).
+    const extra = await recoverCallsBeside(turn, calls, input.specs, step, recorder);
+    if (extra.length > 0) {
+      calls = [...calls, ...extra];
+      // Those calls now live in tool_calls; sending the text back too would show them twice.
+      assistantContent = '';
     }
   }
   if (calls.length === 0) {

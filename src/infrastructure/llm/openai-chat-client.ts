@@ -41,6 +41,13 @@ export interface OpenAiChatClientOptions {
   readonly transport?: ChatTransport;
   /** A hosted endpoint's limiter: every attempt waits its turn, and a 429's `retry-after` holds it. */
   readonly gate?: RateGate | undefined;
+  /**
+   * Ask for several calls in one turn (`parallel_tool_calls: true`) whenever tools are offered:
+   * llama-server parses only the first call unless asked (its default is false), and vLLM drops
+   * every call after the first when told false (research/local-model-quirks-2.md Q27, Q28). The
+   * loop runs a turn's calls one after another either way.
+   */
+  readonly parallelToolCalls?: boolean;
 }
 
 /**
@@ -104,6 +111,9 @@ export class OpenAiChatClient implements ChatClient {
       messages: toOpenAiMessages(request.messages),
       // A turn asked without tools (the summarising one) sends none: OpenAI refuses an empty list.
       ...(request.tools.length === 0 ? {} : { tools: toOpenAiTools(request.tools) }),
+      ...(request.tools.length > 0 && this.#options.parallelToolCalls === true
+        ? { parallel_tool_calls: true }
+        : {}),
       stream: true,
       stream_options: { include_usage: true },
       ...samplingParams(request.settings, this.#options.temperature),

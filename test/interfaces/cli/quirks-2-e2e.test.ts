@@ -360,6 +360,78 @@ describe('stream assembly (issue 36, Q29)', () => {
   });
 });
 
+describe('several calls in one turn (issue 36, Q27, Q28)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  const TWO: ScriptedTurn = {
+    reply: {
+      toolCalls: [
+        { name: 'convert_units', arguments: ARGS },
+        { name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } },
+      ],
+    },
+  };
+  const answers = (events: RunEvent[]) =>
+    results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind));
+  const asked = (server: FakeLlmServer) =>
+    server.chatRequests().map((r) => (r.body as { parallel_tool_calls?: unknown }).parallel_tool_calls);
+
+  it('Q27: llama-server is asked for parallel calls, so both calls of a turn come as calls and run', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(asked(server)).toEqual([true, true]);
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+    expect(events.some((e) => e.kind === 'tool_call_recovered')).toBe(false);
+  });
+
+  it('Q27: a template that cannot do parallel calls leaves the second in the content, where it is read and run', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, parallelTemplate: false, script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const first = events.find((e) => e.kind === 'llm_response');
+    expect(first).toMatchObject({ tool_calls: [{ name: 'convert_units' }] });
+    expect(first?.kind === 'llm_response' ? first.content : '').toContain('<tool_call>');
+    expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({
+      from: 'content_beside_calls',
+      format: 'hermes',
+      tool_calls: [{ name: 'convert_units', arguments: JSON.stringify({ value: 2, from: 'm', to: 'cm' }) }],
+    });
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+    // Both calls go back as calls, each answered, and the text is not sent back beside them.
+    const second = server.chatRequests()[1]?.body as {
+      messages: {
+        role: string;
+        content: string | null;
+        tool_calls?: { id: string }[];
+        tool_call_id?: string;
+      }[];
+    };
+    const assistant = second.messages.find((m) => m.role === 'assistant');
+    expect(assistant?.tool_calls).toHaveLength(2);
+    expect(assistant?.content ?? '').not.toContain('<tool_call>');
+    expect(second.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(
+      assistant?.tool_calls?.map((call) => call.id),
+    );
+  });
+
+  it('Q28: vLLM, which drops every call after the first when told false, is asked true and runs both', async () => {
+    server = await startFakeVllm({ models: [QWEN], script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(asked(server)).toEqual([true, true]);
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+  });
+});
+
 describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => {
   let server: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
