@@ -55,6 +55,10 @@ export interface RunEventBodies {
     window_note?: string;
     /** Where the window came from: the server's own figure (num_ctx, /props n_ctx, max_model_len, …) or the target. */
     window_source?: string;
+    /** The server's build or version, as it reports it (research/local-model-quirks-2.md Q33): absent when it does not. */
+    server_build?: string;
+    /** What reads the model's tool calls, where the server says (Q33, Q34). */
+    tool_parser?: string;
     profile?: {
       matched: string[];
       source?: string;

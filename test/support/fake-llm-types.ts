@@ -35,6 +35,12 @@ export interface FakeModel {
   dialect?: import('./fake-llm-behaviour.ts').FakeDialect;
   /** A behaving model waits this long before it answers (a slow model). */
   slowMs?: number;
+  /**
+   * Ollama `/api/show` `parser` and `renderer` (Q34): a built-in parser's name (`qwen3-coder`), or
+   * `''` for a model whose template parses its calls; absent: the fields are left out (older servers).
+   */
+  parser?: string;
+  renderer?: string;
 }
 
 /** One load of a model: through the REST API, or JIT on a chat request. */

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { Sandbox } from '../../support/fabric-cli.ts';
+import { createHash } from 'node:crypto';
 import {
+  BUILD_INFO,
+  CHAT_FORMAT,
+  CHAT_TEMPLATE,
+  VLLM_VERSION,
   llamaParseFailure,
   ollamaParserError,
   startFakeLlamaServer,
@@ -429,6 +434,69 @@ describe('several calls in one turn (issue 36, Q27, Q28)', () => {
     expect(result.status).toBe('succeeded');
     expect(asked(server)).toEqual([true, true]);
     expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+  });
+});
+
+describe("the server's build and its tool-call parser in run_start (issue 36, Q33, Q34)", () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  const starts = (events: RunEvent[]) => events.find((e) => e.kind === 'run_start');
+  const SIMPLE: ScriptedTurn[] = [
+    { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+    FINISH,
+  ];
+
+  it("llama-server: /props build_info, /slots chat format and the template's digest, shown by fabric runs show", async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [...SIMPLE] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const digest = createHash('sha256').update(CHAT_TEMPLATE).digest('hex').slice(0, 12);
+    expect(starts(events)).toMatchObject({
+      server_build: `llama-server ${BUILD_INFO}`,
+      tool_parser: `chat format ${CHAT_FORMAT}, chat template sha256:${digest}`,
+    });
+    const shown = await runFabricInProcess(['runs', 'show', result.run_id, '--config', sandbox.configPath], {
+      env: testEnv(sandbox, 'http://127.0.0.1:9'),
+      cwd: sandbox.dir,
+    });
+    expect(shown.stdout).toMatch(new RegExp(`server: +llama-server ${BUILD_INFO}\n`));
+    expect(shown.stdout).toMatch(
+      new RegExp(`tool parser: +chat format ${CHAT_FORMAT}, chat template sha256:${digest}\n`),
+    );
+  });
+
+  it('vLLM: /version; no endpoint says its --tool-call-parser, so none is claimed', async () => {
+    server = await startFakeVllm({ models: [QWEN], script: [...SIMPLE] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(starts(events)).toMatchObject({ server_build: `vLLM ${VLLM_VERSION}` });
+    expect(starts(events)).not.toHaveProperty('tool_parser');
+  });
+
+  it("Ollama: /api/version, and /api/show's parser and renderer (or the template, when the parser is empty)", async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [
+        { id: 'qwen3-coder:30b', toolUse: true, parser: 'qwen3-coder', renderer: 'qwen3-coder' },
+        { id: 'qwen2.5:7b', toolUse: true, parser: '' },
+      ],
+      script: [...SIMPLE, ...SIMPLE],
+    });
+    sandbox = await makeSandbox();
+    const builtIn = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    expect(starts(builtIn.events)).toMatchObject({
+      server_build: 'Ollama 0.12.6',
+      tool_parser: 'built-in parser qwen3-coder, renderer qwen3-coder',
+    });
+    const template = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(starts(template.events)).toMatchObject({ tool_parser: 'the model template (no built-in parser)' });
   });
 });
 
