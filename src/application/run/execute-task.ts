@@ -238,6 +238,7 @@ function stepInput(
       : {
           settings: input.profile.turn,
           passReasoningBack: input.profile.passReasoningBack,
+          ...(input.profile.settings.tool_call_ids === 'nine_alnum' ? { nineAlnumIds: true } : {}),
           ...(input.profile.settings.reasoning_budget === undefined
             ? {}
             : { reasoningBudget: input.profile.settings.reasoning_budget }),

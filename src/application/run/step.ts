@@ -37,6 +37,8 @@ export interface StepInput {
   readonly passReasoningBack?: boolean;
   /** Reasoning tokens a turn may spend before acting (the profile's `reasoning_budget`). */
   readonly reasoningBudget?: number;
+  /** Every tool-call id rewritten to nine alphanumerics (the profile's `tool_call_ids`, Q10). */
+  readonly nineAlnumIds?: boolean;
   /** What one tool result may add, and where a larger one is kept (SPEC §17). */
   readonly budget?: ResultBudget;
   readonly finalTurn: boolean;
@@ -175,6 +177,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     messages: conversation.messages,
     step,
     recorder,
+    ...(input.nineAlnumIds === true ? { nineAlnumIds: true } : {}),
   });
   const assistant: AssistantMessage = {
     role: 'assistant',

@@ -135,6 +135,41 @@ describe('local models as they are (issue 36)', () => {
     expect(result.status).toBe('succeeded');
     expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
   });
+
+  /** vLLM's own ids (`call_` and 24 alphanumerics) for a Mistral model whose template checks them. */
+  const MISTRAL_SCRIPT: ScriptedTurn[] = [
+    { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+    { reply: { toolCalls: [{ name: 'finish_task', arguments: FINISH_ARGS }] } },
+  ];
+
+  it("Q10: a Mistral model's profile rewrites every id the server gave to nine alphanumerics, so its template accepts the history", async () => {
+    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const given = events.find((e) => e.kind === 'llm_response');
+    expect(given?.kind === 'llm_response' ? given.tool_calls[0]?.id : '').toMatch(/^call_/);
+    const sent = server.chatRequests()[1]?.body as {
+      messages: { role: string; tool_calls?: { id: string }[]; tool_call_id?: string }[];
+    };
+    const id = sent.messages.find((m) => m.role === 'assistant')?.tool_calls?.[0]?.id;
+    expect(id).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(sent.messages.find((m) => m.role === 'tool')?.tool_call_id).toBe(id);
+    expect(events.find((e) => e.kind === 'run_start')).toMatchObject({
+      profile: { matched: ['*mistral*'], settings: { tool_call_ids: 'nine_alnum' } },
+    });
+  });
+
+  it('Q10: with the profile set to keep the server ids, the same template refuses the next request', async () => {
+    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
+    sandbox = await makeSandbox({
+      llm: { probe_timeout_ms: 1000, backends: [{ kind: 'vllm', url: server.url }] },
+      profiles: { '*mistral*': { tool_call_ids: 'server' } },
+    });
+    const { result } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('failed');
+    expect(result.error?.message).toContain('must be a-z, A-Z, 0-9, with a length of 9');
+  });
 });
 
 /** A sandbox on one backend whose profile caps a reply at `maxTokens` (sent as `max_tokens`). */
