@@ -311,6 +311,12 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       // connection held open until the client gives up.
       return { kind: 'stream', contentType, frames: frames.body, cut: false, hold: true };
     }
+    const unfinished = 'unfinished' in turn ? turn.unfinished : undefined;
+    if (unfinished !== undefined && api === 'openai') {
+      const unfinishedFrames =
+        unfinished === 'after_done' ? [...frames.body, 'data: [DONE]\n\n'] : frames.body;
+      return { kind: 'stream', contentType, frames: unfinishedFrames, cut: false };
+    }
     if (cutAfter !== undefined) {
       // A non-streaming request that is cut gets no bytes at all, like a server dying mid-generation.
       const sent = ctx.stream ? frames.body.slice(0, cutAfter) : [];

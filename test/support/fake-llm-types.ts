@@ -92,7 +92,18 @@ export type StreamStyle = 'openai' | 'lmstudio_legacy' | 'ollama';
 
 /** One scripted answer to one chat request, consumed in order. */
 export type ScriptedTurn =
-  | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number; endless?: boolean }
+  | {
+      reply: ScriptedReply;
+      stream?: StreamStyle;
+      delayMs?: number;
+      endless?: boolean;
+      /**
+       * The stream ends (the response closed cleanly) with no finish chunk and no usage chunk:
+       * `after_done` still sends `[DONE]`, `closed` does not — as Ollama's `/v1` does after a
+       * parser error it swallowed (research/local-model-quirks-2.md Q18). OpenAI-style streams only.
+       */
+      unfinished?: 'after_done' | 'closed';
+    }
   | { status: number; body: unknown; contentType?: string; headers?: Record<string, string> }
   | { cutAfterChunks: number; reply: ScriptedReply; stream?: StreamStyle }
   | { sseError: unknown }

@@ -149,9 +149,17 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   }
   if (calls.length === 0) {
     const text = turn.content.trim();
-    if (text === '' && reasoning.trim() === '' && turn.usage.completionTokens > 0 && input.specs.length > 0) {
-      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19).
+    const unfinished = turn.finishReason === null;
+    if (
+      text === '' &&
+      reasoning.trim() === '' &&
+      (turn.usage.completionTokens > 0 || unfinished) &&
+      input.specs.length > 0
+    ) {
+      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19);
+      // a stream that ended unfinished with nothing in it: Ollama's /v1 swallowed its parser's error (Q18).
       await handleEmptyTurn(turn.usage.completionTokens, {
+        unfinished,
         specs: input.specs,
         messages: conversation.messages,
         step,

@@ -535,6 +535,61 @@ describe("the server's build and its tool-call parser in run_start (issue 36, Q3
   });
 });
 
+describe('Ollama /v1 streams that end with no finish chunk (issue 36, Q15, Q18)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  /** Ollama reached through its OpenAI-compatible /v1 (an `openai` backend with no key). */
+  async function viaV1(script: ScriptedTurn[]) {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [{ id: 'qwen3-coder:30b', toolUse: true }],
+      script,
+    });
+    sandbox = await backendsSandbox([{ kind: 'openai', url: server.url }]);
+    return runUnitsOnBackends(sandbox, {}, ['--model', 'qwen3-coder:30b']);
+  }
+  const CALL = { toolCalls: [{ name: 'convert_units', arguments: ARGS }] };
+
+  it.each(['after_done', 'closed'] as const)(
+    'a whole call in a stream that ends %s with no finish chunk is the turn: run once, no retry',
+    async (unfinished) => {
+      const { result, events } = await viaV1([{ reply: CALL, unfinished }, FINISH]);
+      expect(result.status).toBe('succeeded');
+      expect(server?.chatRequests()).toHaveLength(2);
+      expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+      expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: null });
+      expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    },
+  );
+
+  it("an empty stream that just closes is Ollama's swallowed parser error: asked again changed, never a dead server", async () => {
+    const { result, events } = await viaV1([
+      { reply: { content: '' }, unfinished: 'closed' },
+      { reply: CALL },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    expect(server?.chatRequests()).toHaveLength(3);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'empty_turn', note: 'Q18' }]);
+    const second = server?.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain('the server ended its stream unfinished');
+  });
+
+  it('twice in a row ends the run as model_output_unparseable, not backend_unavailable', async () => {
+    const empty: ScriptedTurn = { reply: { content: '' }, unfinished: 'closed' };
+    const { result, exitCode } = await viaV1([empty, empty]);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(server?.chatRequests()).toHaveLength(2);
+  });
+});
+
 describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => {
   let server: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
