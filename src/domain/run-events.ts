@@ -72,6 +72,11 @@ export interface RunEventBodies {
     messages: number;
     tools: string[];
     final_turn: boolean;
+    /**
+     * The output limit this request asked for when it was raised because the turn before was cut
+     * by it (research/local-model-quirks-2.md Q12); absent otherwise (the profile's, if any).
+     */
+    max_tokens?: number;
     /** The messages added since the previous request, so a replay can rebuild the conversation. */
     new_messages: unknown[];
   };

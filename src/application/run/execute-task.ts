@@ -104,10 +104,14 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
             state.usage = addUsage(state.usage, usage);
           },
         });
+      // The turn after one cut by the output limit asks for more (quirks-2 Q12), once.
+      const raised = outcome.kind === 'continue' ? outcome.outputLimit : undefined;
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
         budget: paging.budget,
+        ...(plan === undefined ? {} : { windowTokens: plan.windowTokens }),
+        ...(raised === undefined ? {} : { raisedOutputLimit: raised }),
         signal,
       });
       offerPaging();

@@ -224,6 +224,30 @@ describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
     expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
   });
 
+  it('Q12: the turn after a cut one asks for twice the output limit, recorded, and the longer call fits', async () => {
+    // ~45 tokens of arguments: more than the profile's 30, less than 60.
+    const summary = `Converted 3 km to miles: ${'about 1.864114 mi, '.repeat(8)}`;
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary, answer: '1.864114 mi' } }] } },
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ summary });
+    const limits = server.chatRequests().map((r) => (r.body as { max_tokens?: number }).max_tokens);
+    expect(limits).toEqual([30, 60]);
+    const requests = events.filter((e) => e.kind === 'llm_request');
+    expect(requests.map((e) => (e.kind === 'llm_request' ? e.max_tokens : 'x'))).toEqual([undefined, 60]);
+    expect(quirks(events)[0]).toMatchObject({
+      quirk: 'turn_cut',
+      detail: expect.stringContaining('the next request asks for up to 60 tokens'),
+    });
+  });
+
   it('Q16: text cut inside a <tool_call> block is neither an answer nor a call', async () => {
     server = await startFakeLlamaServer({
       model: QWEN,
