@@ -117,6 +117,16 @@ export interface CatalogModel {
   readonly thinking?: boolean | undefined;
   /** Requests the loaded model serves at once (LM Studio's `config.parallel`, llama-server's `total_slots`); undefined when unknown. */
   readonly parallel?: number | undefined;
+  /**
+   * The server's build or version as it reports it (llama-server `/props` `build_info`, vLLM
+   * `/version`, Ollama `/api/version`): most quirks are bound to one (research/local-model-quirks-2.md Q33).
+   */
+  readonly server?: string | undefined;
+  /**
+   * What reads the model's tool calls, where the server says (llama-server `/slots` `chat_format`
+   * and its chat template's digest, Ollama `/api/show` `parser`/`renderer`; Q33, Q34).
+   */
+  readonly toolParser?: string | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

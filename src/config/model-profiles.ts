@@ -63,8 +63,22 @@ export const SHIPPED_PROFILES: readonly ShippedProfile[] = [
   {
     glob: '*mistral*',
     // Mistral Small 3.x model cards: "a relatively low temperature, such as temperature=0.15".
-    profile: { temperature: 0.15 },
-    source: 'Mistral Small 3.x model card, recommended temperature',
+    // Mistral v3 / Nemo templates (and vLLM's mistral tokenizer mode) refuse any tool-call id that
+    // is not nine alphanumerics on the next request (mlx-lm #1375, vllm #9019; quirks-2 Q10).
+    profile: { temperature: 0.15, tool_call_ids: 'nine_alnum' },
+    source: 'Mistral Small 3.x model card, recommended temperature; Mistral template tool-call ids',
+  },
+  {
+    glob: '*ministral*',
+    // Ministral's template checks ids as Mistral's does (quirks-2 Q10, §L).
+    profile: { tool_call_ids: 'nine_alnum' },
+    source: 'Mistral template tool-call ids (nine alphanumerics)',
+  },
+  {
+    glob: '*mixtral*',
+    // Mixtral's template checks ids as Mistral's does (quirks-2 Q10, §L).
+    profile: { tool_call_ids: 'nine_alnum' },
+    source: 'Mistral template tool-call ids (nine alphanumerics)',
   },
   {
     glob: '*llama*3*',

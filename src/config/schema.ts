@@ -145,6 +145,12 @@ export const ModelProfileSchema = v.strictObject({
   context_length: v.optional(positiveInt),
   /** The most tokens one turn may write (max_tokens, Ollama num_predict). */
   max_output_tokens: v.optional(positiveInt),
+  /**
+   * Tool-call ids as sent back: `server` keeps the server's (fresh nine-alphanumeric ones only where
+   * it gave none or a repeat); `nine_alnum` rewrites every id to nine letters and digits, which a
+   * Mistral-family template requires (research/local-model-quirks-2.md Q10).
+   */
+  tool_call_ids: v.optional(v.picklist(['server', 'nine_alnum'])),
 });
 
 export const LoopSchema = v.strictObject({

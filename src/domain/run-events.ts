@@ -55,6 +55,10 @@ export interface RunEventBodies {
     window_note?: string;
     /** Where the window came from: the server's own figure (num_ctx, /props n_ctx, max_model_len, …) or the target. */
     window_source?: string;
+    /** The server's build or version, as it reports it (research/local-model-quirks-2.md Q33): absent when it does not. */
+    server_build?: string;
+    /** What reads the model's tool calls, where the server says (Q33, Q34). */
+    tool_parser?: string;
     profile?: {
       matched: string[];
       source?: string;
@@ -68,6 +72,11 @@ export interface RunEventBodies {
     messages: number;
     tools: string[];
     final_turn: boolean;
+    /**
+     * The output limit this request asked for when it was raised because the turn before was cut
+     * by it (research/local-model-quirks-2.md Q12); absent otherwise (the profile's, if any).
+     */
+    max_tokens?: number;
     /** The messages added since the previous request, so a replay can rebuild the conversation. */
     new_messages: unknown[];
   };
@@ -138,8 +147,12 @@ export interface RunEventBodies {
     refused?: string[];
     /** Blocks of call markup that could not be read. */
     malformed?: number;
-    /** `reasoning` when the calls were written in the reasoning of a turn with empty content. */
-    from?: 'reasoning';
+    /**
+     * `reasoning` when the calls were written in the reasoning of a turn with empty content;
+     * `content_beside_calls` when they were left in the content of a turn that also had native
+     * calls (a server that parsed only the first, research/local-model-quirks-2.md Q27).
+     */
+    from?: 'reasoning' | 'content_beside_calls';
   };
   text_fallback: {
     step: number;

@@ -213,6 +213,7 @@ function ollamaShow(body: unknown, models: FakeModel[], version: string): Answer
       [`${arch}.embedding_length`]: 4096,
     },
     ...ollamaCapabilities(model, version),
+    ...(model.parser === undefined ? {} : { parser: model.parser, renderer: model.renderer ?? '' }),
     modified_at: MODIFIED_AT,
   });
 }

@@ -18,6 +18,14 @@ type Respond = FakeLlmServerOptions['respond'];
 
 const CREATED = 1755211783;
 
+/** What the fake llama-server reports of itself (`/props` `build_info`, `chat_template`; `/slots` chat format). */
+export const BUILD_INFO = 'b6500-d9e0e7c8';
+export const CHAT_TEMPLATE =
+  '{%- for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{%- endfor %}';
+export const CHAT_FORMAT = 'Hermes 2 Pro';
+/** What the fake vLLM's `/version` says. */
+export const VLLM_VERSION = '0.11.0';
+
 /**
  * What a server's chat template refuses in a request's history (research/local-model-quirks-2.md):
  * a `system` message after index 0 (Q8: llama-server 500 `Jinja Exception: …`, vLLM 400), replayed
@@ -92,13 +100,20 @@ export function startFakeLlamaServer(options: {
   respond?: Respond;
   /** A Mistral-family template: tool-call ids must be nine alphanumerics (Q10). */
   mistralIds?: boolean;
+  /**
+   * The template can do parallel calls (`chat_template_caps.supports_parallel_tool_calls`, true by
+   * default); false: only a turn's first call is parsed, whatever the request asks (Q27).
+   */
+  parallelTemplate?: boolean;
 }): Promise<FakeLlmServer> {
   let loading = options.loadingRequests ?? 0;
   const { model } = options;
+  const parallel = options.parallelTemplate !== false;
   return startFakeLlmServer({
     flavor: 'lm_studio',
     streamStyle: 'openai',
     maxTokens: 'length',
+    parallelToolCalls: parallel ? 'llama_cpp' : 'llama_cpp_serial_template',
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
@@ -132,14 +147,27 @@ export function startFakeLlamaServer(options: {
           },
           total_slots: options.slots ?? 1,
           model_path: `/models/${model.id}`,
-          chat_template: '{{ messages }}',
+          chat_template: CHAT_TEMPLATE,
           chat_template_caps: {
             supports_tools: model.toolUse !== false,
             supports_tool_calls: model.toolUse !== false,
+            supports_parallel_tool_calls: parallel,
           },
-          build_info: 'b6500-fake',
+          build_info: BUILD_INFO,
         });
       }
+      if (request.method === 'GET' && request.path === '/slots')
+        return jsonAnswer(
+          200,
+          Array.from({ length: options.slots ?? 1 }, (_, id) => ({
+            id,
+            id_task: -1,
+            n_ctx: loadedContextOf(model),
+            speculative: false,
+            is_processing: false,
+            params: { n_predict: -1, temperature: 0.8, chat_format: CHAT_FORMAT, reasoning_format: 'auto' },
+          })),
+        );
       if (isChat(request)) {
         const refusal = historyRefusal(request.body, 'llama_cpp', options.mistralIds === true);
         if (refusal !== undefined)
@@ -170,12 +198,15 @@ export function startFakeVllm(options: {
     flavor: 'lm_studio',
     streamStyle: 'openai',
     maxTokens: 'vllm',
+    parallelToolCalls: 'vllm',
     ...(options.xmlToolParser === true ? { typelessAsText: true } : {}),
     script: options.script ?? [],
     ...(options.respond === undefined ? {} : { respond: options.respond }),
     intercept: (request): Answer | undefined => {
       if (request.method === 'GET' && request.path === '/health')
         return { kind: 'body', status: 200, contentType: 'text/plain', body: '' };
+      if (request.method === 'GET' && request.path === '/version')
+        return jsonAnswer(200, { version: VLLM_VERSION });
       if (request.method === 'GET' && request.path === '/v1/models') {
         return jsonAnswer(200, {
           object: 'list',

@@ -164,6 +164,8 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
   // Ollama before v0.32.6: every chunk repeats role and content, and all calls come whole in one delta.
   function ollamaDeltas(r: ResolvedReply): Delta[] {
     const out: Delta[] = contentPieces(r).map((piece) => ({ role: 'assistant', content: piece }));
+    // Nothing to say still makes one chunk (the native line that carried nothing, or an error line, Q18).
+    if (out.length === 0 && r.toolCalls.length === 0) out.push({ role: 'assistant', content: '' });
     if (r.toolCalls.length > 0) {
       out.push({
         role: 'assistant',

@@ -30,6 +30,8 @@ export interface ChatContext {
   maxTokens?: number;
   /** Usage reported as zeros whatever was scripted (FakeLlmServerOptions.zeroUsage). */
   zeroUsage?: boolean;
+  /** The request's `parallel_tool_calls`, as sent (absent: undefined). */
+  parallelToolCalls?: unknown;
 }
 
 /** Fills in finish_reason and usage, and renders arguments as text (OpenAI wire) and as an object (Ollama native). */
@@ -170,4 +172,27 @@ export function typelessAsText(reply: ResolvedReply, tools: unknown): ResolvedRe
     return { ...call, argumentsObject: out, argumentsText: JSON.stringify(out) };
   });
   return { ...reply, toolCalls };
+}
+
+/**
+ * A turn's later calls as the server treats `parallel_tool_calls` (research/local-model-quirks-2.md
+ * Q27, Q28): llama-server parses only the first call unless the request says true and its
+ * template can do parallel calls (`inputs.parallel_tool_calls = json_value(body,
+ * "parallel_tool_calls", false)`; a template whose caps say false turns it off), and the others
+ * stay in the content as the model wrote them (llama.cpp #14101: Hermes `<tool_call>` blocks);
+ * vLLM drops every call after the first when told false (vllm PR #26233).
+ */
+export function parallelAsAsked(
+  reply: ResolvedReply,
+  server: 'llama_cpp' | 'llama_cpp_serial_template' | 'vllm',
+  asked: unknown,
+): ResolvedReply {
+  if (reply.toolCalls.length < 2) return reply;
+  const [first, ...rest] = reply.toolCalls;
+  if (server === 'vllm') return asked === false ? { ...reply, toolCalls: [first!] } : reply;
+  if (server === 'llama_cpp' && asked === true) return reply;
+  const written = rest
+    .map((call) => `<tool_call>\n{"name": "${call.name}", "arguments": ${call.argumentsText}}\n</tool_call>`)
+    .join('\n');
+  return { ...reply, content: `${reply.content ?? ''}${written}`, toolCalls: [first!] };
 }

@@ -22,6 +22,7 @@ import {
   type ChatContext,
   cutAtMaxTokens,
   dropUnreadCalls,
+  parallelAsAsked,
   typelessAsText,
   estimatePromptTokens,
   resolveReply,
@@ -208,6 +209,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       ...(typeof request.max_tokens === 'number' ? { maxTokens: request.max_tokens } : {}),
       offered: toolNames(body),
       tools: (body as { tools?: unknown }).tools,
+      parallelToolCalls: (body as { parallel_tool_calls?: unknown }).parallel_tool_calls,
     };
     return renderTurn(api, turn, ctx);
   };
@@ -285,7 +287,11 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     if ('delayMs' in turn && turn.delayMs) await sleep(turn.delayMs);
     const whole = resolveReply(turn.reply, ctx.promptTokens);
     const read = options.typelessAsText === true ? typelessAsText(whole, ctx.tools) : whole;
-    const parsed = options.templateToolParser === true ? dropUnreadCalls(read, ctx.offered ?? []) : read;
+    const asked =
+      options.parallelToolCalls === undefined
+        ? read
+        : parallelAsAsked(read, options.parallelToolCalls, ctx.parallelToolCalls);
+    const parsed = options.templateToolParser === true ? dropUnreadCalls(asked, ctx.offered ?? []) : asked;
     const resolved =
       options.maxTokens === undefined || ctx.maxTokens === undefined
         ? parsed
@@ -304,6 +310,12 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       // Thinking that never ends (ollama #12606): the reasoning streams, then nothing, the
       // connection held open until the client gives up.
       return { kind: 'stream', contentType, frames: frames.body, cut: false, hold: true };
+    }
+    const unfinished = 'unfinished' in turn ? turn.unfinished : undefined;
+    if (unfinished !== undefined && api === 'openai') {
+      const unfinishedFrames =
+        unfinished === 'after_done' ? [...frames.body, 'data: [DONE]\n\n'] : frames.body;
+      return { kind: 'stream', contentType, frames: unfinishedFrames, cut: false };
     }
     if (cutAfter !== undefined) {
       // A non-streaming request that is cut gets no bytes at all, like a server dying mid-generation.

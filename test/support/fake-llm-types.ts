@@ -35,6 +35,12 @@ export interface FakeModel {
   dialect?: import('./fake-llm-behaviour.ts').FakeDialect;
   /** A behaving model waits this long before it answers (a slow model). */
   slowMs?: number;
+  /**
+   * Ollama `/api/show` `parser` and `renderer` (Q34): a built-in parser's name (`qwen3-coder`), or
+   * `''` for a model whose template parses its calls; absent: the fields are left out (older servers).
+   */
+  parser?: string;
+  renderer?: string;
 }
 
 /** One load of a model: through the REST API, or JIT on a chat request. */
@@ -86,7 +92,18 @@ export type StreamStyle = 'openai' | 'lmstudio_legacy' | 'ollama';
 
 /** One scripted answer to one chat request, consumed in order. */
 export type ScriptedTurn =
-  | { reply: ScriptedReply; stream?: StreamStyle; delayMs?: number; endless?: boolean }
+  | {
+      reply: ScriptedReply;
+      stream?: StreamStyle;
+      delayMs?: number;
+      endless?: boolean;
+      /**
+       * The stream ends (the response closed cleanly) with no finish chunk and no usage chunk:
+       * `after_done` still sends `[DONE]`, `closed` does not — as Ollama's `/v1` does after a
+       * parser error it swallowed (research/local-model-quirks-2.md Q18). OpenAI-style streams only.
+       */
+      unfinished?: 'after_done' | 'closed';
+    }
   | { status: number; body: unknown; contentType?: string; headers?: Record<string, string> }
   | { cutAfterChunks: number; reply: ScriptedReply; stream?: StreamStyle }
   | { sseError: unknown }
@@ -179,6 +196,11 @@ export interface FakeLlmServerOptions {
    * arrives as a JSON string (vllm #46924: research/local-model-quirks-2.md Q2).
    */
   typelessAsText?: boolean;
+  /**
+   * How the server treats a request's `parallel_tool_calls` (fake-llm-reply.ts parallelAsAsked,
+   * research/local-model-quirks-2.md Q27, Q28); absent: every scripted call is answered.
+   */
+  parallelToolCalls?: 'llama_cpp' | 'llama_cpp_serial_template' | 'vllm';
   /** The chunking of streamed replies a turn does not choose; default by flavor. */
   streamStyle?: StreamStyle;
   /**

@@ -33,3 +33,23 @@ export function cutMessage(tokens: number, specs: readonly ToolSpec[], hadCalls:
   ];
   return `Your reply was cut off ${limit}, ${what}. Make the step smaller: ${ways.join('; ')}.`;
 }
+
+/** Tokens left aside for what the next request adds beside the cut turn (the note, a tool result's start). */
+const ROOM_MARGIN = 256;
+
+/**
+ * The output limit the turn after one cut at `tokens` asks for (Q12: "raise `max_tokens` for that
+ * step"): twice as much, as far as the window leaves room beside the prompt that turn will carry
+ * (the cut request's prompt and the cut turn itself). Undefined when the window leaves no more.
+ */
+export function grownLimit(
+  tokens: number,
+  promptTokens: number,
+  windowTokens: number | undefined,
+): number | undefined {
+  if (tokens <= 0) return undefined;
+  const wanted = tokens * 2;
+  const room = windowTokens === undefined ? wanted : windowTokens - promptTokens - tokens - ROOM_MARGIN;
+  const limit = Math.min(wanted, room);
+  return limit > tokens ? limit : undefined;
+}

@@ -12,7 +12,14 @@ export interface ExecuteTaskInput {
   readonly task: string;
   readonly pack: SpecialistPack;
   readonly chat: ChatClient;
-  readonly model: { readonly id: string; readonly backend: string; readonly reason?: string };
+  readonly model: {
+    readonly id: string;
+    readonly backend: string;
+    readonly reason?: string;
+    /** The server's build and what reads the model's calls, as the server reported them (Q33, Q34). */
+    readonly server?: string;
+    readonly toolParser?: string;
+  };
   readonly runLogStore: RunLogStore;
   readonly observers?: readonly RunObserver[];
   readonly limits: {

@@ -104,10 +104,14 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
             state.usage = addUsage(state.usage, usage);
           },
         });
+      // The turn after one cut by the output limit asks for more (quirks-2 Q12), once.
+      const raised = outcome.kind === 'continue' ? outcome.outputLimit : undefined;
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
         budget: paging.budget,
+        ...(plan === undefined ? {} : { windowTokens: plan.windowTokens }),
+        ...(raised === undefined ? {} : { raisedOutputLimit: raised }),
         signal,
       });
       offerPaging();
@@ -238,6 +242,7 @@ function stepInput(
       : {
           settings: input.profile.turn,
           passReasoningBack: input.profile.passReasoningBack,
+          ...(input.profile.settings.tool_call_ids === 'nine_alnum' ? { nineAlnumIds: true } : {}),
           ...(input.profile.settings.reasoning_budget === undefined
             ? {}
             : { reasoningBudget: input.profile.settings.reasoning_budget }),

@@ -23,6 +23,8 @@ export interface ModelTurnOptions {
   settings?: TurnSettings;
   /** The run's id: its requests stay on one server (SPEC §17). */
   affinity?: string;
+  /** The output limit, raised for the turn after a cut one: recorded in `llm_request.max_tokens`. */
+  raisedMaxTokens?: number;
   /**
    * Reasoning tokens a turn may spend before any content or call (the profile's
    * `reasoning_budget`); past it the turn is cut and asked again once, a think level lower.
@@ -88,6 +90,7 @@ async function attemptTurn(
     messages: conversation.messages.length,
     tools: tools.map((tool) => tool.name),
     final_turn: finalTurn,
+    ...(options.raisedMaxTokens === undefined ? {} : { max_tokens: options.raisedMaxTokens }),
     new_messages: newMessages.map(toLogMessage),
   });
   const retries: Promise<unknown>[] = [];

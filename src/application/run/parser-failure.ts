@@ -96,17 +96,29 @@ export async function handleEmptyTurn(
     readonly step: number;
     readonly recorder: RunRecorder;
     readonly model: string;
+    /**
+     * The stream ended with no finish_reason and nothing in it: Ollama's `/v1` turns its parser's
+     * error line into an empty chunk and stops (research/local-model-quirks-2.md Q18).
+     */
+    readonly unfinished?: boolean;
   },
 ): Promise<void> {
   const { specs, messages, step, recorder } = options;
   const last = messages.at(-1);
   const again = last?.role === 'user' && last.content.startsWith(EMPTY_START);
-  const base = { kind: 'model_quirk', step, quirk: 'empty_turn', note: 'Q19' } as const;
+  const unfinished = options.unfinished === true && tokens === 0;
+  const base = { kind: 'model_quirk', step, quirk: 'empty_turn', note: unfinished ? 'Q18' : 'Q19' } as const;
+  const wrote = unfinished ? 'the server ended its stream unfinished' : `you wrote ${tokens} tokens`;
   if (again) {
-    await recorder.record({ ...base, detail: `empty again (${tokens} tokens counted): the run ends` });
+    await recorder.record({
+      ...base,
+      detail: unfinished
+        ? 'empty and unfinished again: the run ends'
+        : `empty again (${tokens} tokens counted): the run ends`,
+    });
     throw new FabricError(
       'model_output_unparseable',
-      `"${options.model}" wrote ${tokens} tokens twice in a row and the server returned an empty message: ` +
+      `"${options.model}" ${unfinished ? 'got a stream that ended unfinished with nothing in it' : `wrote ${tokens} tokens`} twice in a row and the server returned an empty message: ` +
         'its tool-call parser dropped what the model wrote (a call naming no offered tool, as Ollama does for ' +
         "template-parsed models). The server cannot read this model's tool calls: try another model or server " +
         '(`fabric battery` shows which work).',
@@ -114,13 +126,15 @@ export async function handleEmptyTurn(
   }
   await recorder.record({
     ...base,
-    detail: `an empty message with ${tokens} tokens counted: the server's parser dropped the output; asked again`,
+    detail: unfinished
+      ? "the stream ended with no finish_reason and nothing in it (Ollama's /v1 swallows its parser's error): asked again"
+      : `an empty message with ${tokens} tokens counted: the server's parser dropped the output; asked again`,
   });
   messages.push({ role: 'assistant', content: '', toolCalls: [] });
   messages.push({
     role: 'user',
     content:
-      `${EMPTY_START} you wrote ${tokens} tokens: the server could not read a tool call in it, so nothing ran. ` +
+      `${EMPTY_START} ${wrote}: the server could not read a tool call in it, so nothing ran. ` +
       `Call exactly one of these tools by its exact name, with JSON arguments: ${specs.map((spec) => spec.name).join(', ')}.`,
   });
 }

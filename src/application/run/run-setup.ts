@@ -36,6 +36,8 @@ export async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput
     ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
     ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
     ...(input.windowSource === undefined ? {} : { window_source: input.windowSource }),
+    ...(input.model.server === undefined ? {} : { server_build: input.model.server }),
+    ...(input.model.toolParser === undefined ? {} : { tool_parser: input.model.toolParser }),
     ...(input.profile === undefined
       ? {}
       : {

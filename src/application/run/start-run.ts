@@ -280,6 +280,8 @@ export class RunStarter {
         id: choice.model.id,
         backend: `${choice.model.backend} ${choice.model.baseUrl}`,
         reason: choice.reason,
+        ...(choice.model.server === undefined ? {} : { server: choice.model.server }),
+        ...(choice.model.toolParser === undefined ? {} : { toolParser: choice.model.toolParser }),
       },
       runLogStore: this.#deps.runLogStore,
       observers: [...(request.observers ?? []), ...(mirror === undefined ? [] : [mirror])],

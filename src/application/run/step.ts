@@ -2,18 +2,25 @@ import type { AssistantMessage, ToolCall, ToolSpec, Usage } from '../../domain/m
 import { type Conversation, requestModelTurn } from './model-turn.ts';
 import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { recoverWrittenCalls } from './written-calls.ts';
+import { recoverCallsBeside, recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
 import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
 import { FabricError } from '../../domain/errors.ts';
-import { cutAt, cutMessage } from './cut-turn.ts';
+import { cutAt, cutMessage, grownLimit } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
 export type StepOutcome =
-  /** The calls the step ran and what each answered (the stuck watch compares them). */
-  | { readonly kind: 'continue'; readonly answered?: readonly AnsweredCall[] }
+  /**
+   * The calls the step ran and what each answered (the stuck watch compares them); after a turn
+   * cut by the output limit, the larger limit the next request asks for (`outputLimit`).
+   */
+  | {
+      readonly kind: 'continue';
+      readonly answered?: readonly AnsweredCall[];
+      readonly outputLimit?: number;
+    }
   | {
       readonly kind: 'finished';
       readonly payload: Record<string, unknown>;
@@ -37,6 +44,12 @@ export interface StepInput {
   readonly passReasoningBack?: boolean;
   /** Reasoning tokens a turn may spend before acting (the profile's `reasoning_budget`). */
   readonly reasoningBudget?: number;
+  /** Every tool-call id rewritten to nine alphanumerics (the profile's `tool_call_ids`, Q10). */
+  readonly nineAlnumIds?: boolean;
+  /** The run's window, which bounds the larger output limit asked for after a cut turn. */
+  readonly windowTokens?: number;
+  /** This request's output limit, raised because the last turn was cut (`grownLimit`). */
+  readonly raisedOutputLimit?: number;
   /** What one tool result may add, and where a larger one is kept (SPEC §17). */
   readonly budget?: ResultBudget;
   readonly finalTurn: boolean;
@@ -71,6 +84,9 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
 
 async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   const { recorder, conversation, step } = input;
+  const raised = input.raisedOutputLimit;
+  const settings =
+    raised === undefined ? input.settings : { ...(input.settings ?? {}), maxOutputTokens: raised };
   let turn: ChatTurn;
   try {
     turn = await requestModelTurn({
@@ -82,7 +98,8 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       step,
       finalTurn: input.finalTurn,
       signal: input.signal,
-      ...(input.settings === undefined ? {} : { settings: input.settings }),
+      ...(settings === undefined ? {} : { settings }),
+      ...(raised === undefined ? {} : { raisedMaxTokens: raised }),
       ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
       affinity: input.runId,
     });
@@ -102,21 +119,28 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   let assistantContent = turn.content;
   const reasoning = turn.reasoning ?? '';
   // A turn cut by the output limit runs nothing and answers nothing (quirks-2 rule 1, Q12–Q16).
-  const cut = cutAt(turn, input.settings?.maxOutputTokens);
+  const cut = cutAt(turn, settings?.maxOutputTokens);
   const cutNote = cut === null ? undefined : cutMessage(cut, input.specs, calls.length > 0);
+  // The next request may write more: twice as much, as far as the window allows (Q12).
+  const outputLimit = cut === null ? undefined : grownLimit(cut, turn.usage.promptTokens, input.windowTokens);
+  const grown = outputLimit === undefined ? {} : { outputLimit };
   if (cut !== null && cutNote !== undefined) {
     await recorder.record({
       kind: 'model_quirk',
       step,
       quirk: 'turn_cut',
       note: 'Q12',
-      detail: `cut at ${cut} tokens (finish_reason ${turn.finishReason ?? 'none'}); ${calls.length} call(s) not run`,
+      detail:
+        `cut at ${cut} tokens (finish_reason ${turn.finishReason ?? 'none'}); ${calls.length} call(s) not run` +
+        (outputLimit === undefined
+          ? '; the window leaves no room to ask for more'
+          : `; the next request asks for up to ${outputLimit} tokens`),
     });
     if (calls.length === 0) {
       // A half-written call in the text (Q16) is neither recovered nor an answer.
       conversation.messages.push({ role: 'assistant', content: turn.content, toolCalls: [] });
       conversation.messages.push({ role: 'user', content: cutNote });
-      return { kind: 'continue' };
+      return { kind: 'continue', ...grown };
     }
   }
   if (calls.length === 0 && input.recoverTextToolCalls) {
@@ -136,11 +160,28 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
         break;
     }
   }
+  if (calls.length > 0 && cut === null && input.recoverTextToolCalls && turn.content.trim() !== '') {
+    // A server that parsed only the first call leaves the others in the text (quirks-2 Q27).
+    const extra = await recoverCallsBeside(turn, calls, input.specs, step, recorder);
+    if (extra.length > 0) {
+      calls = [...calls, ...extra];
+      // Those calls now live in tool_calls; sending the text back too would show them twice.
+      assistantContent = '';
+    }
+  }
   if (calls.length === 0) {
     const text = turn.content.trim();
-    if (text === '' && reasoning.trim() === '' && turn.usage.completionTokens > 0 && input.specs.length > 0) {
-      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19).
+    const unfinished = turn.finishReason === null;
+    if (
+      text === '' &&
+      reasoning.trim() === '' &&
+      (turn.usage.completionTokens > 0 || unfinished) &&
+      input.specs.length > 0
+    ) {
+      // Tokens counted and nothing delivered: the server's parser dropped it (quirks-2 rule 5, Q19);
+      // a stream that ended unfinished with nothing in it: Ollama's /v1 swallowed its parser's error (Q18).
       await handleEmptyTurn(turn.usage.completionTokens, {
+        unfinished,
         specs: input.specs,
         messages: conversation.messages,
         step,
@@ -166,6 +207,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     messages: conversation.messages,
     step,
     recorder,
+    ...(input.nineAlnumIds === true ? { nineAlnumIds: true } : {}),
   });
   const assistant: AssistantMessage = {
     role: 'assistant',
@@ -206,5 +248,5 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
         return { kind: 'finished', payload: outcome.payload, via: 'finish_task' };
     }
   }
-  return { kind: 'continue', answered };
+  return { kind: 'continue', answered, ...grown };
 }

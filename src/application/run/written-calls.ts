@@ -6,7 +6,12 @@
 import type { ToolCall, ToolSpec } from '../../domain/messages.ts';
 import type { ChatTurn } from '../ports.ts';
 import type { RunRecorder } from './run-recorder.ts';
-import { type RecoveredCalls, recoverTextToolCalls, scanTextToolCalls } from './text-tool-calls.ts';
+import {
+  type RecoveredCalls,
+  recoverTextToolCalls,
+  recoveredId,
+  scanTextToolCalls,
+} from './text-tool-calls.ts';
 
 /** What a turn's text came to: no call markup, calls to run, or markup that runs nothing. */
 export type WrittenCalls =
@@ -43,11 +48,53 @@ export async function recoverWrittenCalls(
   return { kind: 'calls', calls: inReasoning.calls };
 }
 
+/**
+ * Calls left in the content of a turn that also has native calls (research/local-model-quirks-2.md
+ * Q27): llama-server with `parallel_tool_calls` off, or a template that cannot do parallel calls,
+ * parses the first call and leaves the others in the text. Those naming an offered tool are run
+ * after the native ones; one that repeats a native call (same name and arguments) is not run
+ * twice. Prose beside them is kept as content, never run (quirks-2 §M).
+ */
+export async function recoverCallsBeside(
+  turn: Pick<ChatTurn, 'content'>,
+  native: readonly ToolCall[],
+  specs: readonly ToolSpec[],
+  step: number,
+  recorder: RunRecorder,
+): Promise<readonly ToolCall[]> {
+  const offered = new Set(specs.map((spec) => spec.name));
+  const schemas = new Map(specs.map((spec) => [spec.name, spec.parameters]));
+  const found = recoverTextToolCalls(turn.content, offered, step, schemas);
+  if (found === null) return [];
+  const seen = new Set(native.map((call) => sameCall(call)));
+  const extra = found.calls
+    .filter((call) => !seen.has(sameCall(call)))
+    .map((call, index) => ({ ...call, id: recoveredId(step, native.length + index) }));
+  if (extra.length === 0) return [];
+  await record(recorder, step, { ...found, calls: extra }, { from: 'content_beside_calls' });
+  return extra;
+}
+
+/** A call's name and arguments as one key, the arguments' keys sorted so spacing and order do not matter. */
+function sameCall(call: ToolCall): string {
+  let args: unknown = call.arguments;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch {
+    // compared as written
+  }
+  return `${call.name} ${JSON.stringify(args, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)))
+      : value,
+  )}`;
+}
+
 function record(
   recorder: RunRecorder,
   step: number,
   recovered: RecoveredCalls,
-  extra: { refused?: string[]; malformed?: number; from?: 'reasoning' },
+  extra: { refused?: string[]; malformed?: number; from?: 'reasoning' | 'content_beside_calls' },
 ): Promise<unknown> {
   return recorder.record({
     kind: 'tool_call_recovered',

@@ -41,6 +41,13 @@ export interface OpenAiChatClientOptions {
   readonly transport?: ChatTransport;
   /** A hosted endpoint's limiter: every attempt waits its turn, and a 429's `retry-after` holds it. */
   readonly gate?: RateGate | undefined;
+  /**
+   * Ask for several calls in one turn (`parallel_tool_calls: true`) whenever tools are offered:
+   * llama-server parses only the first call unless asked (its default is false), and vLLM drops
+   * every call after the first when told false (research/local-model-quirks-2.md Q27, Q28). The
+   * loop runs a turn's calls one after another either way.
+   */
+  readonly parallelToolCalls?: boolean;
 }
 
 /**
@@ -104,6 +111,9 @@ export class OpenAiChatClient implements ChatClient {
       messages: toOpenAiMessages(request.messages),
       // A turn asked without tools (the summarising one) sends none: OpenAI refuses an empty list.
       ...(request.tools.length === 0 ? {} : { tools: toOpenAiTools(request.tools) }),
+      ...(request.tools.length > 0 && this.#options.parallelToolCalls === true
+        ? { parallel_tool_calls: true }
+        : {}),
       stream: true,
       stream_options: { include_usage: true },
       ...samplingParams(request.settings, this.#options.temperature),
@@ -123,10 +133,10 @@ export class OpenAiChatClient implements ChatClient {
         if (text !== '') onEvent({ type: 'text', text });
         for (const name of startedCalls) onEvent({ type: 'tool_call_started', name });
       });
-      if (!assembler.finished) {
-        // A stream that ends with no finish_reason was cut short (Ollama swallows mid-stream errors).
-        throw new Error('the stream ended before the model finished (no finish_reason)');
-      }
+      // A stream the server ended with no finish_reason — after [DONE] or not — is a whole
+      // answer, not a dead server: a connection that broke mid-stream throws above instead. What
+      // it holds is judged as any turn's is (quirks-2 rule 1): calls whose arguments do not parse
+      // are not run, and one with nothing in it is the parser error Ollama's /v1 swallows (Q18).
       const result = assembler.result();
       const usage = result.usage ?? { prompt: 0, completion: 0, total: 0 };
       return {

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { Sandbox } from '../../support/fabric-cli.ts';
+import { createHash } from 'node:crypto';
 import {
+  BUILD_INFO,
+  CHAT_FORMAT,
+  CHAT_TEMPLATE,
+  VLLM_VERSION,
   llamaParseFailure,
   ollamaParserError,
   startFakeLlamaServer,
@@ -130,6 +135,41 @@ describe('local models as they are (issue 36)', () => {
     expect(result.status).toBe('succeeded');
     expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
   });
+
+  /** vLLM's own ids (`call_` and 24 alphanumerics) for a Mistral model whose template checks them. */
+  const MISTRAL_SCRIPT: ScriptedTurn[] = [
+    { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+    { reply: { toolCalls: [{ name: 'finish_task', arguments: FINISH_ARGS }] } },
+  ];
+
+  it("Q10: a Mistral model's profile rewrites every id the server gave to nine alphanumerics, so its template accepts the history", async () => {
+    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const given = events.find((e) => e.kind === 'llm_response');
+    expect(given?.kind === 'llm_response' ? given.tool_calls[0]?.id : '').toMatch(/^call_/);
+    const sent = server.chatRequests()[1]?.body as {
+      messages: { role: string; tool_calls?: { id: string }[]; tool_call_id?: string }[];
+    };
+    const id = sent.messages.find((m) => m.role === 'assistant')?.tool_calls?.[0]?.id;
+    expect(id).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(sent.messages.find((m) => m.role === 'tool')?.tool_call_id).toBe(id);
+    expect(events.find((e) => e.kind === 'run_start')).toMatchObject({
+      profile: { matched: ['*mistral*'], settings: { tool_call_ids: 'nine_alnum' } },
+    });
+  });
+
+  it('Q10: with the profile set to keep the server ids, the same template refuses the next request', async () => {
+    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
+    sandbox = await makeSandbox({
+      llm: { probe_timeout_ms: 1000, backends: [{ kind: 'vllm', url: server.url }] },
+      profiles: { '*mistral*': { tool_call_ids: 'server' } },
+    });
+    const { result } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('failed');
+    expect(result.error?.message).toContain('must be a-z, A-Z, 0-9, with a length of 9');
+  });
 });
 
 /** A sandbox on one backend whose profile caps a reply at `maxTokens` (sent as `max_tokens`). */
@@ -182,6 +222,30 @@ describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
     });
     expect(results(events)[1]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
     expect(replayedCalls(server, 1)[0]?.function.arguments).toBe('{}');
+  });
+
+  it('Q12: the turn after a cut one asks for twice the output limit, recorded, and the longer call fits', async () => {
+    // ~45 tokens of arguments: more than the profile's 30, less than 60.
+    const summary = `Converted 3 km to miles: ${'about 1.864114 mi, '.repeat(8)}`;
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary, answer: '1.864114 mi' } }] } },
+      ],
+    });
+    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ summary });
+    const limits = server.chatRequests().map((r) => (r.body as { max_tokens?: number }).max_tokens);
+    expect(limits).toEqual([30, 60]);
+    const requests = events.filter((e) => e.kind === 'llm_request');
+    expect(requests.map((e) => (e.kind === 'llm_request' ? e.max_tokens : 'x'))).toEqual([undefined, 60]);
+    expect(quirks(events)[0]).toMatchObject({
+      quirk: 'turn_cut',
+      detail: expect.stringContaining('the next request asks for up to 60 tokens'),
+    });
   });
 
   it('Q16: text cut inside a <tool_call> block is neither an answer nor a call', async () => {
@@ -357,6 +421,196 @@ describe('stream assembly (issue 36, Q29)', () => {
       '3 km = 1.864114 mi',
       '2 m = 200 cm',
     ]);
+  });
+});
+
+describe('several calls in one turn (issue 36, Q27, Q28)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  const TWO: ScriptedTurn = {
+    reply: {
+      toolCalls: [
+        { name: 'convert_units', arguments: ARGS },
+        { name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } },
+      ],
+    },
+  };
+  const answers = (events: RunEvent[]) =>
+    results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind));
+  const asked = (server: FakeLlmServer) =>
+    server.chatRequests().map((r) => (r.body as { parallel_tool_calls?: unknown }).parallel_tool_calls);
+
+  it('Q27: llama-server is asked for parallel calls, so both calls of a turn come as calls and run', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(asked(server)).toEqual([true, true]);
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+    expect(events.some((e) => e.kind === 'tool_call_recovered')).toBe(false);
+  });
+
+  it('Q27: a template that cannot do parallel calls leaves the second in the content, where it is read and run', async () => {
+    server = await startFakeLlamaServer({ model: QWEN, parallelTemplate: false, script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const first = events.find((e) => e.kind === 'llm_response');
+    expect(first).toMatchObject({ tool_calls: [{ name: 'convert_units' }] });
+    expect(first?.kind === 'llm_response' ? first.content : '').toContain('<tool_call>');
+    expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({
+      from: 'content_beside_calls',
+      format: 'hermes',
+      tool_calls: [{ name: 'convert_units', arguments: JSON.stringify({ value: 2, from: 'm', to: 'cm' }) }],
+    });
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+    // Both calls go back as calls, each answered, and the text is not sent back beside them.
+    const second = server.chatRequests()[1]?.body as {
+      messages: {
+        role: string;
+        content: string | null;
+        tool_calls?: { id: string }[];
+        tool_call_id?: string;
+      }[];
+    };
+    const assistant = second.messages.find((m) => m.role === 'assistant');
+    expect(assistant?.tool_calls).toHaveLength(2);
+    expect(assistant?.content ?? '').not.toContain('<tool_call>');
+    expect(second.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(
+      assistant?.tool_calls?.map((call) => call.id),
+    );
+  });
+
+  it('Q28: vLLM, which drops every call after the first when told false, is asked true and runs both', async () => {
+    server = await startFakeVllm({ models: [QWEN], script: [TWO, FINISH] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(asked(server)).toEqual([true, true]);
+    expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
+  });
+});
+
+describe("the server's build and its tool-call parser in run_start (issue 36, Q33, Q34)", () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  const starts = (events: RunEvent[]) => events.find((e) => e.kind === 'run_start');
+  const SIMPLE: ScriptedTurn[] = [
+    { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+    FINISH,
+  ];
+
+  it("llama-server: /props build_info, /slots chat format and the template's digest, shown by fabric runs show", async () => {
+    server = await startFakeLlamaServer({ model: QWEN, script: [...SIMPLE] });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const digest = createHash('sha256').update(CHAT_TEMPLATE).digest('hex').slice(0, 12);
+    expect(starts(events)).toMatchObject({
+      server_build: `llama-server ${BUILD_INFO}`,
+      tool_parser: `chat format ${CHAT_FORMAT}, chat template sha256:${digest}`,
+    });
+    const shown = await runFabricInProcess(['runs', 'show', result.run_id, '--config', sandbox.configPath], {
+      env: testEnv(sandbox, 'http://127.0.0.1:9'),
+      cwd: sandbox.dir,
+    });
+    expect(shown.stdout).toMatch(new RegExp(`server: +llama-server ${BUILD_INFO}\n`));
+    expect(shown.stdout).toMatch(
+      new RegExp(`tool parser: +chat format ${CHAT_FORMAT}, chat template sha256:${digest}\n`),
+    );
+  });
+
+  it('vLLM: /version; no endpoint says its --tool-call-parser, so none is claimed', async () => {
+    server = await startFakeVllm({ models: [QWEN], script: [...SIMPLE] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(starts(events)).toMatchObject({ server_build: `vLLM ${VLLM_VERSION}` });
+    expect(starts(events)).not.toHaveProperty('tool_parser');
+  });
+
+  it("Ollama: /api/version, and /api/show's parser and renderer (or the template, when the parser is empty)", async () => {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [
+        { id: 'qwen3-coder:30b', toolUse: true, parser: 'qwen3-coder', renderer: 'qwen3-coder' },
+        { id: 'qwen2.5:7b', toolUse: true, parser: '' },
+      ],
+      script: [...SIMPLE, ...SIMPLE],
+    });
+    sandbox = await makeSandbox();
+    const builtIn = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    expect(starts(builtIn.events)).toMatchObject({
+      server_build: 'Ollama 0.12.6',
+      tool_parser: 'built-in parser qwen3-coder, renderer qwen3-coder',
+    });
+    const template = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    expect(starts(template.events)).toMatchObject({ tool_parser: 'the model template (no built-in parser)' });
+  });
+});
+
+describe('Ollama /v1 streams that end with no finish chunk (issue 36, Q15, Q18)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  /** Ollama reached through its OpenAI-compatible /v1 (an `openai` backend with no key). */
+  async function viaV1(script: ScriptedTurn[]) {
+    server = await startFakeLlmServer({
+      flavor: 'ollama',
+      models: [{ id: 'qwen3-coder:30b', toolUse: true }],
+      script,
+    });
+    sandbox = await backendsSandbox([{ kind: 'openai', url: server.url }]);
+    return runUnitsOnBackends(sandbox, {}, ['--model', 'qwen3-coder:30b']);
+  }
+  const CALL = { toolCalls: [{ name: 'convert_units', arguments: ARGS }] };
+
+  it.each(['after_done', 'closed'] as const)(
+    'a whole call in a stream that ends %s with no finish chunk is the turn: run once, no retry',
+    async (unfinished) => {
+      const { result, events } = await viaV1([{ reply: CALL, unfinished }, FINISH]);
+      expect(result.status).toBe('succeeded');
+      expect(server?.chatRequests()).toHaveLength(2);
+      expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+      expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: null });
+      expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    },
+  );
+
+  it("an empty stream that just closes is Ollama's swallowed parser error: asked again changed, never a dead server", async () => {
+    const { result, events } = await viaV1([
+      { reply: { content: '' }, unfinished: 'closed' },
+      { reply: CALL },
+      FINISH,
+    ]);
+    expect(result.status).toBe('succeeded');
+    expect(server?.chatRequests()).toHaveLength(3);
+    expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
+    expect(quirks(events)).toMatchObject([{ quirk: 'empty_turn', note: 'Q18' }]);
+    const second = server?.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    expect(second.messages.at(-1)?.content).toContain('the server ended its stream unfinished');
+  });
+
+  it('twice in a row ends the run as model_output_unparseable, not backend_unavailable', async () => {
+    const empty: ScriptedTurn = { reply: { content: '' }, unfinished: 'closed' };
+    const { result, exitCode } = await viaV1([empty, empty]);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(server?.chatRequests()).toHaveLength(2);
   });
 });
 

@@ -54,6 +54,8 @@ export class CompatBackend implements ModelCatalog {
       baseUrl: config.url,
       apiKey,
       gate: new RateGate(config.rate_limit?.requests_per_minute),
+      // llama-server and vLLM keep or drop a turn's later calls by this field (quirks-2 Q27, Q28).
+      parallelToolCalls: config.kind === 'llama_cpp' || config.kind === 'vllm',
     });
     this.#client = apiKey === undefined ? client : new ScrubbingChatClient(client, apiKey);
   }

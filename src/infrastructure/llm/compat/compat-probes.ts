@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { BackendKind, BackendProbe, CatalogModel } from '../../../application/ports.ts';
 import { sleep } from '../backoff.ts';
 import { asRecord, bodyError, describeFailure, fetchJson, numberField, stringField } from '../http-json.ts';
@@ -126,9 +127,10 @@ export async function probeLlamaServer(
   try {
     const { timeout, signal: combined } = timed(target, signal);
     const headers = headersOf(target);
-    const [list, props] = await Promise.all([
+    const [list, props, slotList] = await Promise.all([
       fetchJson(`${target.baseUrl}/v1/models`, { signal: combined, headers }),
       fetchJson(`${target.baseUrl}/props`, { signal: combined, headers }).catch(() => undefined),
+      fetchJson(`${target.baseUrl}/slots`, { signal: combined, headers }).catch(() => undefined),
     ]).catch((error: unknown) => {
       throw new Error(describeFailure(error, timeout, target.timeoutMs));
     });
@@ -140,6 +142,7 @@ export async function probeLlamaServer(
     const tools = caps?.supports_tool_calls ?? caps?.supports_tools;
     const window = numberField(settings, 'n_ctx');
     const slots = numberField(asRecord(props?.body), 'total_slots');
+    const identity = llamaServerIdentity(props?.body, slotList?.body);
     return done(
       entries.map((entry) => {
         const meta = asRecord(entry.meta);
@@ -152,6 +155,7 @@ export async function probeLlamaServer(
           contextLength: window,
           maxContextLength: numberField(meta, 'n_ctx_train') ?? window,
           parallel: slots,
+          ...identity,
         });
       }),
     );
@@ -161,13 +165,49 @@ export async function probeLlamaServer(
 }
 
 /**
+ * llama-server's build (`/props` `build_info`, `b<N>-<hash>`) and what reads its calls: the
+ * chat format of `/slots` (its slots' `params.chat_format`: `Hermes 2 Pro`, `peg-native`, …) and the digest of `/props`
+ * `chat_template`, the template the parser is derived from (research/local-model-quirks-2.md Q33).
+ */
+function llamaServerIdentity(props: unknown, slots: unknown): { server?: string; toolParser?: string } {
+  const build = stringField(asRecord(props), 'build_info');
+  const template = stringField(asRecord(props), 'chat_template');
+  // Each slot's params say the chat format its requests are parsed with (`params.chat_format`).
+  const slot = asRecord(Array.isArray(slots) ? slots[0] : undefined);
+  const format = stringField(asRecord(slot?.params), 'chat_format') ?? stringField(slot, 'chat_format');
+  const parts = [
+    ...(format === undefined ? [] : [`chat format ${format}`]),
+    ...(template === undefined
+      ? []
+      : [`chat template sha256:${createHash('sha256').update(template).digest('hex').slice(0, 12)}`]),
+  ];
+  return {
+    ...(build === undefined ? {} : { server: `llama-server ${build}` }),
+    ...(parts.length === 0 ? {} : { toolParser: parts.join(', ') }),
+  };
+}
+
+/**
  * vLLM's `/v1/models`: each served model with `max_model_len`, the window it runs at (fixed at
- * start, `--max-model-len`). Whether tools work is known only when a request is refused.
+ * start, `--max-model-len`), and its `/version`. Whether tools work is known only when a request
+ * is refused; which `--tool-call-parser` it runs, no endpoint says (Q38).
  */
 export async function probeVllm(target: CompatProbeTarget, signal?: AbortSignal): Promise<BackendProbe> {
+  const { signal: combined } = timed(target, signal);
+  const version = await fetchJson(`${target.baseUrl}/version`, {
+    signal: combined,
+    headers: headersOf(target),
+  })
+    .then((reply) => (reply.status === 200 ? stringField(asRecord(reply.body), 'version') : undefined))
+    .catch(() => undefined);
   return probeModelList(target, signal, (entry) => {
     const window = numberField(entry, 'max_model_len');
-    return { loaded: true, contextLength: window, maxContextLength: window };
+    return {
+      loaded: true,
+      contextLength: window,
+      maxContextLength: window,
+      ...(version === undefined ? {} : { server: `vLLM ${version}` }),
+    };
   });
 }
 

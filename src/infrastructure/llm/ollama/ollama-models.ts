@@ -12,6 +12,12 @@ export interface OllamaModelFacts {
   readonly capabilities: readonly string[] | undefined;
   /** Trained maximum: `model_info["<arch>.context_length"]` or `details.context_length`. */
   readonly trainedContext: number | undefined;
+  /**
+   * `/api/show` `parser` and `renderer` (Q34): a built-in parser's name, `''` when the template
+   * parses the calls; undefined when the server did not say (older servers, or no `/api/show` asked).
+   */
+  readonly parser?: string | undefined;
+  readonly renderer?: string | undefined;
 }
 
 /** A running model from `/api/ps`. */
@@ -58,7 +64,19 @@ export function withShow(facts: OllamaModelFacts, body: unknown): OllamaModelFac
       : facts.capabilities,
     trainedContext:
       (arch === undefined ? undefined : numberField(info, `${arch}.context_length`)) ?? facts.trainedContext,
+    parser: stringField(show, 'parser'),
+    renderer: stringField(show, 'renderer'),
   };
+}
+
+/**
+ * What reads a model's calls on Ollama (research/local-model-quirks-2.md Q34): a built-in Go
+ * parser fails loudly (Q18), the template's parsing silently (Q19).
+ */
+function toolParserOf(facts: OllamaModelFacts): string | undefined {
+  if (facts.parser === undefined) return undefined;
+  if (facts.parser === '') return 'the model template (no built-in parser)';
+  return `built-in parser ${facts.parser}${facts.renderer ? `, renderer ${facts.renderer}` : ''}`;
 }
 
 /** The `/api/ps` list; undefined when the body is not one. */
@@ -80,7 +98,9 @@ export function toCatalogModel(
   facts: OllamaModelFacts,
   running: readonly OllamaRunning[] | undefined,
   baseUrl: string,
+  version?: string,
 ): CatalogModel {
+  const parser = toolParserOf(facts);
   const caps = facts.capabilities;
   const live = running?.find((entry) => sameModel(entry.name, facts.name));
   return {
@@ -95,6 +115,8 @@ export function toCatalogModel(
     maxContextLength: facts.trainedContext,
     // `thinking` since Ollama 0.9.0: the only safe reason to send `think` (else a 400).
     thinking: caps === undefined ? undefined : caps.includes('thinking'),
+    ...(version === undefined ? {} : { server: `Ollama ${version}` }),
+    ...(parser === undefined ? {} : { toolParser: parser }),
   };
 }
 

@@ -138,6 +138,12 @@ async function showRun(
       ['runlog', `${record.runlog}${record.torn ? ' (torn last line)' : ''}`],
     ];
     if (summary.owner !== null) where.push(['process', `${summary.owner.pid} on ${summary.owner.host}`]);
+    // The server's build and what read the model's calls, as it reported them (quirks-2 Q33, Q34).
+    const start = events.find((event) => event.kind === 'run_start');
+    if (start?.kind === 'run_start' && start.server_build !== undefined)
+      where.push(['server', start.server_build]);
+    if (start?.kind === 'run_start' && start.tool_parser !== undefined)
+      where.push(['tool parser', start.tool_parser]);
     return { summary, json, where };
   } finally {
     await opened()
