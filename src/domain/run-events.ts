@@ -83,6 +83,11 @@ export interface RunEventBodies {
     finish_reason: string | null;
     usage: UsageFields;
     latency_ms: number;
+    /**
+     * Milliseconds from the request to the stream's first token (text, reasoning or a tool call);
+     * absent in runlogs written before it was recorded, and when the turn streamed nothing.
+     */
+    ttft_ms?: number;
     attempts: number;
     backend: string;
   };

@@ -189,6 +189,11 @@ function chatSpan(
     });
     if (response.usage.cached_tokens !== undefined)
       attributes[GEN_AI.cacheReadInputTokens] = response.usage.cached_tokens;
+    // Runlogs written before time to first token was recorded have none: the span leaves it out.
+    if (response.ttft_ms !== undefined) {
+      attributes[GEN_AI.responseTimeToFirstChunk] = response.ttft_ms / 1000;
+      attributes['fabric.ttft_ms'] = response.ttft_ms;
+    }
     if (options.captureContent) attributes[GEN_AI.outputMessages] = JSON.stringify([outputMessage(response)]);
   } else {
     attributes[ERROR_TYPE] =
