@@ -230,6 +230,15 @@ export interface RunEventBodies {
     message: string;
   };
   /**
+   * The pack's finish gate accepted the finish (the Rust pack: `cargo check` passed), with what it
+   * checked; the run's `run_end` follows. Absent in runlogs written before it was recorded.
+   */
+  finish_gate_passed: {
+    step: number;
+    call_id: string;
+    message: string;
+  };
+  /**
    * A step ended (SPEC §18): the workspace as it is now (a git tree id of its tracked and
    * untracked, not ignored files, the runs directory left out; absent without a workspace or when
    * it could not be taken) and the prompt tokens the server served from its cache this step.

@@ -25,6 +25,7 @@ const RUN_SPAN_EVENTS: Partial<Record<RunEvent['kind'], string>> = {
   reasoning_cut: 'fabric.reasoning_cut',
   tool_call_recovered: 'fabric.tool_call_recovered',
   text_fallback: 'fabric.text_fallback',
+  finish_gate_passed: 'fabric.finish_gate_passed',
 };
 
 /** Fields of those events kept as attributes: the small, content-free ones. */
