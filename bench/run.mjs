@@ -17,6 +17,10 @@ const tsx = (file) => ['--import', 'tsx', join(root, 'bench', file)];
 /** Each part, in the order they run; the TypeScript ones through tsx. */
 const PARTS = {
   startup: { what: 'CLI start-up against node -e 0', args: [join(root, 'bench/startup.mjs')] },
+  telemetry: {
+    what: 'fabric specialists and a 3-step fabric run, telemetry off against on (OTLP to a local receiver)',
+    args: tsx('telemetry-startup.ts'),
+  },
   loop: { what: 'a 50-step run against a bare fetch loop and agent SDKs', args: tsx('loop-overhead.ts') },
   control: { what: 'control plane on (PGlite, Postgres) against off', args: tsx('mirror-overhead.ts') },
   concurrent: { what: '100 concurrent HTTP runs against bare loops', args: tsx('concurrent-runs.ts') },

@@ -226,7 +226,10 @@ export interface SpecialistPack {
   close(): Promise<void>;
 }
 
-export type GateResult = { readonly ok: true } | { readonly ok: false; readonly message: string };
+/** A gate's verdict; a pass may say what it checked (`cargo check passed (0 errors, 1 warning).`). */
+export type GateResult =
+  | { readonly ok: true; readonly message?: string }
+  | { readonly ok: false; readonly message: string };
 
 /** A pack that checks a finish before accepting it (the Rust pack: the workspace compiles). */
 export interface FinishGate {

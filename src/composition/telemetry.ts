@@ -25,11 +25,21 @@ export function spanExporterFor(config: Pick<FabricConfig, 'telemetry'>, url?: s
   });
 }
 
-/** The Prometheus metrics of every run `fabric` starts from now on, for a server's `/metrics`. */
+/**
+ * The Prometheus metrics of every run `fabric` starts from now on, for a server's `/metrics`;
+ * with the queue (`queue: postgres`), the queue's depth and the workers alive too, read from the
+ * control plane when scraped.
+ */
 export async function serveMetrics(fabric: {
+  readonly config: Pick<FabricConfig, 'queue'>;
   observeRuns(observer: RunObserver): void;
+  runQueue(): Promise<{ readonly workers: QueueGaugeSource } | null>;
 }): Promise<MetricsEndpoint> {
-  const metrics = await createPrometheusMetrics();
+  const gauges =
+    fabric.config.queue === 'postgres'
+      ? queueGauges(async () => (await fabric.runQueue())?.workers ?? null)
+      : {};
+  const metrics = await createPrometheusMetrics(gauges);
   fabric.observeRuns(new RunMetricsObserver(metrics));
   return metrics;
 }
@@ -40,18 +50,25 @@ export async function serveMetrics(fabric: {
  */
 export async function workerMetrics(
   fabric: { observeRuns(observer: RunObserver): void },
-  registry: Pick<WorkerRegistry, 'list' | 'queuedCount'>,
+  registry: QueueGaugeSource,
 ): Promise<MetricsEndpoint> {
-  const metrics = await createPrometheusMetrics({
+  const metrics = await createPrometheusMetrics(queueGauges(async () => registry));
+  fabric.observeRuns(new RunMetricsObserver(metrics));
+  return metrics;
+}
+
+type QueueGaugeSource = Pick<WorkerRegistry, 'queuedCount' | 'aliveCount'>;
+
+/** Two counts, one small query each per scrape; a registry not there (yet) leaves them out. */
+function queueGauges(registry: () => Promise<QueueGaugeSource | null>) {
+  return {
     fabric_queue_depth: {
       help: 'Runs queued and not yet taken by a worker.',
-      read: () => registry.queuedCount(),
+      read: async () => (await registry())?.queuedCount() ?? null,
     },
     fabric_workers_alive: {
       help: 'Workers whose heartbeat is current (state running in control.workers).',
-      read: async () => (await registry.list()).filter((worker) => worker.state === 'running').length,
+      read: async () => (await registry())?.aliveCount() ?? null,
     },
-  });
-  fabric.observeRuns(new RunMetricsObserver(metrics));
-  return metrics;
+  };
 }

@@ -92,6 +92,11 @@ export interface RunEventBodies {
     finish_reason: string | null;
     usage: UsageFields;
     latency_ms: number;
+    /**
+     * Milliseconds from the request to the stream's first token (text, reasoning or a tool call);
+     * absent in runlogs written before it was recorded, and when the turn streamed nothing.
+     */
+    ttft_ms?: number;
     attempts: number;
     backend: string;
   };
@@ -235,6 +240,15 @@ export interface RunEventBodies {
     step: number;
     call_id: string;
     reason: 'invalid_payload' | 'gate_failed';
+    message: string;
+  };
+  /**
+   * The pack's finish gate accepted the finish (the Rust pack: `cargo check` passed), with what it
+   * checked; the run's `run_end` follows. Absent in runlogs written before it was recorded.
+   */
+  finish_gate_passed: {
+    step: number;
+    call_id: string;
     message: string;
   };
   /**

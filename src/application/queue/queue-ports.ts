@@ -153,6 +153,8 @@ export interface WorkerRegistry {
   list(): Promise<readonly WorkerRow[]>;
   /** Runs queued and not yet taken by a worker: the queue's depth (a worker's /metrics). */
   queuedCount(): Promise<number>;
+  /** Workers whose heartbeat is current (`running`): a count, cheap enough for every scrape. */
+  aliveCount(): Promise<number>;
   /**
    * Workers silent for longer than `deadAfterMs` are `dead`; runs whose lease expired (their
    * worker stopped renewing it, whatever its state) become `interrupted`. Returns those runs.

@@ -191,6 +191,8 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
       return { tone: 'error', text: `⛔ ${event.tool}: ${event.event_type} (${event.rule})` };
     case 'finish_rejected':
       return { tone: 'warn', text: `✗ finish_task rejected (${event.reason}): ${preview(event.message)}` };
+    case 'finish_gate_passed':
+      return { tone: 'ok', text: `✓ finish gate: ${preview(event.message)}` };
     case 'run_end': {
       const tokens = event.usage.total_tokens > 0 ? ` · ${plural(event.usage.total_tokens, 'token')}` : '';
       const error = event.error === null ? '' : ` · ${event.error.code}: ${preview(event.error.message)}`;

@@ -101,6 +101,9 @@ async function attemptTurn(
   let reasoned = 0;
   let acted = false;
   let turn: ChatTurn;
+  // Time to first token (SPEC §21): from the request to the first thing the model streamed.
+  const started = Date.now();
+  let firstTokenAt: number | undefined;
   try {
     turn = await chat.complete(
       {
@@ -114,6 +117,7 @@ async function attemptTurn(
         ...(options.affinity === undefined ? {} : { affinity: options.affinity }),
       },
       (event) => {
+        if (event.type !== 'retry') firstTokenAt ??= Date.now();
         switch (event.type) {
           case 'text':
             if (event.text.trim() !== '') acted = true;
@@ -162,6 +166,7 @@ async function attemptTurn(
       ...(turn.usage.cachedTokens === undefined ? {} : { cached_tokens: turn.usage.cachedTokens }),
     },
     latency_ms: turn.latencyMs,
+    ...(firstTokenAt === undefined ? {} : { ttft_ms: firstTokenAt - started }),
     attempts: turn.attempts,
     backend: turn.backend,
   });

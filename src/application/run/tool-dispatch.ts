@@ -172,6 +172,13 @@ async function handleFinish(options: {
   if (options.applyGate && hasFinishGate(pack)) {
     const gate = await pack.checkFinish(validation.value, context);
     if (!gate.ok) return reject('gate_failed', gate.message);
+    // A pass is recorded too: a finish the gate checked reads differently from one it did not.
+    await recorder.record({
+      kind: 'finish_gate_passed',
+      step: context.step,
+      call_id: call.id,
+      message: gate.message ?? 'the finish gate passed',
+    });
   }
   return { kind: 'finished', payload: validation.value };
 }

@@ -12,6 +12,8 @@ export const GEN_AI = {
   requestModel: 'gen_ai.request.model',
   responseModel: 'gen_ai.response.model',
   responseFinishReasons: 'gen_ai.response.finish_reasons',
+  /** Seconds from the request to the stream's first chunk. */
+  responseTimeToFirstChunk: 'gen_ai.response.time_to_first_chunk',
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
   cacheReadInputTokens: 'gen_ai.usage.cache_read.input_tokens',

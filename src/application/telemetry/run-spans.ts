@@ -25,6 +25,7 @@ const RUN_SPAN_EVENTS: Partial<Record<RunEvent['kind'], string>> = {
   reasoning_cut: 'fabric.reasoning_cut',
   tool_call_recovered: 'fabric.tool_call_recovered',
   text_fallback: 'fabric.text_fallback',
+  finish_gate_passed: 'fabric.finish_gate_passed',
 };
 
 /** Fields of those events kept as attributes: the small, content-free ones. */
@@ -189,6 +190,11 @@ function chatSpan(
     });
     if (response.usage.cached_tokens !== undefined)
       attributes[GEN_AI.cacheReadInputTokens] = response.usage.cached_tokens;
+    // Runlogs written before time to first token was recorded have none: the span leaves it out.
+    if (response.ttft_ms !== undefined) {
+      attributes[GEN_AI.responseTimeToFirstChunk] = response.ttft_ms / 1000;
+      attributes['fabric.ttft_ms'] = response.ttft_ms;
+    }
     if (options.captureContent) attributes[GEN_AI.outputMessages] = JSON.stringify([outputMessage(response)]);
   } else {
     attributes[ERROR_TYPE] =

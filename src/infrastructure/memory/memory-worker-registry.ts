@@ -112,6 +112,10 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
     return [...this.#runs.values()].filter((row) => row.status === 'queued').length;
   }
 
+  async aliveCount(): Promise<number> {
+    return [...this.#workers.values()].filter((worker) => worker.state === 'running').length;
+  }
+
   async list(): Promise<readonly WorkerRow[]> {
     return [...this.#workers.values()]
       .sort(

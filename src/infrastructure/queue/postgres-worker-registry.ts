@@ -162,6 +162,13 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     return Number(rows[0]?.n ?? 0);
   }
 
+  async aliveCount(): Promise<number> {
+    const rows = await this.#db.query<{ n: string }>(
+      `select count(*)::text as n from control.workers where state = 'running'`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
     const rows = await this.#db.query<{ id: string; lease_job: string | null }>(REAP, [deadAfterMs / 1000]);
     return rows.map((row) => ({ runId: row.id, jobId: row.lease_job }));

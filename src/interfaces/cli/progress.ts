@@ -126,6 +126,9 @@ export class ProgressReporter implements RunObserver {
         if (this.#finalTurn) this.#finalReport = 'rejected';
         this.#line(`  ${s.yellow('✗ finish_task rejected')}: ${preview(event.message, RESULT_PREVIEW)}`);
         break;
+      case 'finish_gate_passed':
+        this.#line(`  ${s.green('✓ finish gate')}: ${preview(event.message, RESULT_PREVIEW)}`);
+        break;
       case 'text_fallback':
         if (this.#finalTurn) this.#finalReport = 'text';
         this.#line(s.yellow('  the model answered in plain text; taking it as the result'));

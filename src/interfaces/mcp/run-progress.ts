@@ -36,6 +36,8 @@ export function describeEvent(event: RunEvent): string {
       return `step ${event.step}: ${event.tool} failed: ${clip(event.error)}`;
     case 'finish_rejected':
       return `step ${event.step}: finish_task rejected: ${clip(event.message)}`;
+    case 'finish_gate_passed':
+      return `step ${event.step}: finish gate passed: ${clip(event.message)}`;
     case 'run_end':
       return `run ${event.run_id} ended: ${event.status} after ${plural(event.steps, 'step')}`;
     default:

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -15,10 +15,15 @@ import {
 } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../../support/otlp-receiver.ts';
+import type { ScriptedTurn } from '../../support/fake-llm-types.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
 const TASK = 'Convert 3 km to miles';
+/** The conversion, each reply held back a little: the first token comes measurably late. */
+const SLOW_SCRIPT: ScriptedTurn[] = CONVERSION_SCRIPT.map((turn) =>
+  'reply' in turn ? { ...turn, delayMs: 20 } : turn,
+);
 
 describe('OpenTelemetry traces of a fabric run, received over OTLP/HTTP protobuf', () => {
   let llm: FakeLlmServer;
@@ -31,7 +36,7 @@ describe('OpenTelemetry traces of a fabric run, received over OTLP/HTTP protobuf
     llm = await startFakeLlmServer({
       flavor: 'lm_studio',
       models: [{ id: MODEL, toolUse: true }],
-      script: CONVERSION_SCRIPT,
+      script: SLOW_SCRIPT,
     });
   });
   afterEach(async () => {
@@ -99,6 +104,14 @@ describe('OpenTelemetry traces of a fabric run, received over OTLP/HTTP protobuf
         'server.port': port,
         'gen_ai.response.finish_reasons': ['tool_calls'],
       });
+    // Time to first token: recorded per model turn in the runlog, carried by its chat span.
+    for (const response of responses) expect(response.ttft_ms).toBeGreaterThan(0);
+    expect(chats.map((span) => span.attributes['gen_ai.response.time_to_first_chunk'])).toEqual(
+      responses.map((response) => (response.ttft_ms ?? 0) / 1000),
+    );
+    expect(chats.map((span) => span.attributes['fabric.ttft_ms'])).toEqual(
+      responses.map((response) => response.ttft_ms),
+    );
 
     const tools = spans.filter((span) => span.attributes['gen_ai.operation.name'] === 'execute_tool');
     expect(tools.map((span) => [span.name, span.attributes['fabric.tool.outcome']])).toEqual([
@@ -159,6 +172,34 @@ describe('OpenTelemetry traces of a fabric run, received over OTLP/HTTP protobuf
     expect(convert?.attributes['gen_ai.tool.call.result']).toContain('1.864');
     const firstChat = receiver.spans.find((span) => span.name === `chat ${MODEL}`);
     expect(String(firstChat?.attributes['gen_ai.input.messages'])).toContain(TASK);
+    receiver.spans.length = 0;
+
+    // A runlog written before time to first token was recorded exports as before, without it.
+    const oldDir = join(sandbox.dir, 'old-run');
+    await mkdir(oldDir);
+    const oldRunlog = join(oldDir, 'runlog.jsonl');
+    const lines = (await readFile(result.runlog, 'utf8')).split('\n').filter((line) => line !== '');
+    const stripped = lines.map((line) => {
+      const { ttft_ms: _dropped, ...rest } = JSON.parse(line) as Record<string, unknown>;
+      return JSON.stringify(rest);
+    });
+    expect(stripped).not.toEqual(lines);
+    await writeFile(oldRunlog, `${stripped.join('\n')}\n`);
+    const old = await spawnFabric(
+      ['otel', 'export', oldRunlog, '--endpoint', endpoint, '--config', sandbox.configPath],
+      {
+        env,
+        cwd: sandbox.dir,
+      },
+    );
+    expect(old.exitCode, old.stderr).toBe(0);
+    expect(idsOf(receiver.spans)).toEqual(live);
+    const oldChats = receiver.spans.filter((span) => span.name === `chat ${MODEL}`);
+    expect(oldChats).toHaveLength(3);
+    for (const chat of oldChats) {
+      expect(chat.attributes).not.toHaveProperty('gen_ai.response.time_to_first_chunk');
+      expect(chat.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    }
   });
 
   it('says which receiver did not take the spans, and how to name one when none is', async () => {

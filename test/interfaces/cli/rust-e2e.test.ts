@@ -126,6 +126,29 @@ describe('fabric run --specialist rust on the example compositor crate', () => {
     expect(rejected[0]).toMatchObject({ reason: 'gate_failed' });
     expect(rejected[0]?.kind === 'finish_rejected' && rejected[0].message).toMatch(/E0308/);
 
+    // The gate's passing cargo check is visible, not only its failure: in the runlog, the run's
+    // progress, `fabric runs show` and the replay timeline.
+    const passed = events.filter((event) => event.kind === 'finish_gate_passed');
+    expect(passed).toHaveLength(1);
+    expect(passed[0]).toMatchObject({ step: 7 });
+    expect(passed[0]?.kind === 'finish_gate_passed' && passed[0].message).toMatch(
+      /^cargo check passed \(0 errors, \d+ warnings?\)\.$/,
+    );
+    expect(result.stderr).toMatch(/✓ finish gate: cargo check passed \(0 errors/);
+    const cli = (args: string[]) =>
+      spawnFabric([...args, '--config', (sandbox as Sandbox).configPath], {
+        env: testEnv(sandbox as Sandbox, (server as FakeLlmServer).url),
+        cwd: (sandbox as Sandbox).dir,
+      });
+    const shown = await cli(['runs', 'show', run.run_id]);
+    expect(shown.exitCode, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/finish gate: +rejected at step 4: .*cargo check failed \(1 error/);
+    expect(shown.stdout).toMatch(/finish gate: +passed at step 7: cargo check passed \(0 errors/);
+    const replayed = await cli(['replay', run.run_id]);
+    expect(replayed.exitCode, replayed.stderr).toBe(0);
+    expect(replayed.stdout).toMatch(/✗ finish_task rejected \(gate_failed\)/);
+    expect(replayed.stdout).toMatch(/✓ finish gate: cargo check passed \(0 errors/);
+
     const source = await readFile(join(workspace, 'src/region.rs'), 'utf8');
     expect(source).toContain('pub fn count(&self) -> usize {\n        self.rects.len()\n    }');
     const check = await execa('cargo', ['check', '--offline', '--quiet'], { cwd: workspace, reject: false });

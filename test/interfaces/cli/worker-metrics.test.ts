@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -20,7 +21,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-describe('fabric worker with worker.metrics_port', () => {
+/** GET /metrics with the Host header a DNS-rebinding page would send. */
+function statusWithHost(port: number, host: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet({ host: '127.0.0.1', port, path: '/metrics', headers: { host } }, (response) => {
+      response.resume();
+      resolve(response.statusCode);
+    });
+    request.on('error', reject);
+  });
+}
+
+describe('fabric serve and fabric worker on the queue: /metrics', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
   let llm: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
@@ -33,7 +45,7 @@ describe('fabric worker with worker.metrics_port', () => {
     await db?.drop();
   }, 30_000);
 
-  it('serves its runs, the queue depth and the workers alive on loopback; promtool accepts the text', async () => {
+  it('the server and the worker serve the queue depth and the workers alive, as the control plane has them; promtool accepts both', async () => {
     db = await createTestDatabase();
     llm = await startFakeLlmServer({
       flavor: 'lm_studio',
@@ -51,28 +63,35 @@ describe('fabric worker with worker.metrics_port', () => {
       env,
       cwd: sandbox.dir,
     });
-    const worker = spawnFabric(['worker', '--config', sandbox.configPath], { env, cwd: sandbox.dir });
-    procs.push(worker, serve);
+    procs.push(serve);
     let serveLog = '';
-    let workerLog = '';
     serve.stderr?.on('data', (chunk: Buffer) => {
       serveLog += chunk.toString();
-    });
-    worker.stderr?.on('data', (chunk: Buffer) => {
-      workerLog += chunk.toString();
     });
     const url = await until(
       'the server to listen',
       async () => /listening on (http:\/\/\S+)/.exec(serveLog)?.[1],
     );
+
+    // No worker yet: the run waits in the queue, and the server's /metrics says so.
+    const started = await postJson(`${url}/v1/runs`, { specialist: 'units', task: 'Convert 3 km to miles' });
+    const { run_id } = (await started.json()) as { run_id: string };
+    const waiting = await (await fetch(`${url}/metrics`)).text();
+    expect(waiting).toMatch(/^fabric_queue_depth 1$/m);
+    expect(waiting).toMatch(/^fabric_workers_alive 0$/m);
+
+    const worker = spawnFabric(['worker', '--config', sandbox.configPath], { env, cwd: sandbox.dir });
+    procs.unshift(worker);
+    let workerLog = '';
+    worker.stderr?.on('data', (chunk: Buffer) => {
+      workerLog += chunk.toString();
+    });
     const metricsUrl = await until(
       'the worker metrics',
       async () => /metrics on (http:\/\/\S+)/.exec(workerLog)?.[1],
     );
     expect(metricsUrl).toBe(`http://127.0.0.1:${metricsPort}/metrics`);
 
-    const started = await postJson(`${url}/v1/runs`, { specialist: 'units', task: 'Convert 3 km to miles' });
-    const { run_id } = (await started.json()) as { run_id: string };
     await until(`run ${run_id} to end`, async () => {
       const { status } = (await (await fetch(`${url}/v1/runs/${run_id}`)).json()) as { status: string };
       return status === 'queued' || status === 'running' ? undefined : status;
@@ -89,10 +108,22 @@ describe('fabric worker with worker.metrics_port', () => {
     expect(scraped.headers.get('content-type')).toContain('text/plain');
     await scraped.text();
     expect((await fetch(`http://127.0.0.1:${metricsPort}/v1/runs`)).status).toBe(404);
+    // Loopback only: a page that rebinds its own name to 127.0.0.1 is refused.
+    expect(await statusWithHost(metricsPort, 'evil.example')).toBe(403);
 
-    const metricsFile = join(sandbox.dir, 'metrics.txt');
-    await writeFile(metricsFile, text);
-    const check = await execa(PROMTOOL, ['check', 'metrics'], { inputFile: metricsFile, reject: false });
-    expect(check.exitCode, `${check.stdout}${check.stderr}`).toBe(0);
+    // The server reads the same counts at its own scrape.
+    const served = await (await fetch(`${url}/metrics`)).text();
+    expect(served).toMatch(/^fabric_queue_depth 0$/m);
+    expect(served).toMatch(/^fabric_workers_alive 1$/m);
+
+    for (const [name, body] of [
+      ['worker', text],
+      ['serve', served],
+    ] as const) {
+      const metricsFile = join(sandbox.dir, `metrics-${name}.txt`);
+      await writeFile(metricsFile, body);
+      const check = await execa(PROMTOOL, ['check', 'metrics'], { inputFile: metricsFile, reject: false });
+      expect(check.exitCode, `${name}: ${check.stdout}${check.stderr}`).toBe(0);
+    }
   }, 90_000);
 });

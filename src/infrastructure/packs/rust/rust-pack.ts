@@ -78,7 +78,8 @@ export const buildRustPack: PackBuilder = async (context) => {
     checkFinish: async (_payload, toolContext) => {
       try {
         const outcome = await cargoCheck(sandbox, toolContext.signal);
-        if (outcome.ok) return { ok: true };
+        // The first line only (`cargo check passed (0 errors, 1 warning).`): the list is in cargo_check's results.
+        if (outcome.ok) return { ok: true, message: outcome.report.split('\n')[0] ?? 'cargo check passed.' };
         return {
           ok: false,
           message: `finish_task is accepted only when the workspace compiles. ${outcome.report}\nFix these, run cargo_check, then call finish_task again.`,

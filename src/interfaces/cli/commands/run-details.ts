@@ -1,4 +1,5 @@
 import type { RunRecord } from '../../../application/runs/run-record.ts';
+import type { RunEvent } from '../../../domain/run-events.ts';
 import { formatPayload } from '../payload-format.ts';
 
 /** A run as `fabric runs` prints it (its JSON shape is stable): the record without where it was read. */
@@ -58,4 +59,24 @@ function seconds(ms: number): string {
 function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+/**
+ * What the pack's finish gate said, one row per verdict (`fabric runs show`): a rejected finish
+ * and why (its first line), and the pass that let the run end (the Rust pack's `cargo check`).
+ */
+export function finishGateRows(events: readonly RunEvent[]): [string, string][] {
+  const rows: [string, string][] = [];
+  for (const event of events) {
+    if (event.kind === 'finish_gate_passed')
+      rows.push(['finish gate', `passed at step ${event.step}: ${firstLine(event.message)}`]);
+    else if (event.kind === 'finish_rejected' && event.reason === 'gate_failed')
+      rows.push(['finish gate', `rejected at step ${event.step}: ${firstLine(event.message)}`]);
+  }
+  return rows;
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n').find((part) => part.trim() !== '') ?? '';
+  return oneLine(line);
 }

@@ -10,7 +10,7 @@ import { controlStoreFor, localLiveness, runLogsSeenFrom } from '../../../compos
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { didYouMean, plural } from '../../../domain/words.ts';
-import { type ListedRun, durationMs, runDetails } from './run-details.ts';
+import { type ListedRun, durationMs, finishGateRows, runDetails } from './run-details.ts';
 
 export const RUNS_HELP = `Usage: fabric runs [list] [--limit N] [--json]
        fabric runs show RUN [--json]
@@ -135,6 +135,7 @@ async function showRun(
     }
     requireWholeRun({ location: record.runlog, events, torn: record.torn });
     const where: [string, string][] = [
+      ...finishGateRows(events),
       ['runlog', `${record.runlog}${record.torn ? ' (torn last line)' : ''}`],
     ];
     if (summary.owner !== null) where.push(['process', `${summary.owner.pid} on ${summary.owner.host}`]);

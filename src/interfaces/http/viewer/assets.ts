@@ -112,7 +112,7 @@ ul.checks { margin: .3em 0; padding-left: 1.2em; list-style: none; }
 export const LIVE_JS = `'use strict';
 (function () {
   var KINDS = ['run_start', 'llm_request', 'llm_response', 'llm_retry', 'tool_call_recovered',
-    'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'run_end'];
+    'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'finish_gate_passed', 'run_end'];
   var main = document.getElementById('main');
   if (main && main.getAttribute('data-live') === 'true') follow(main);
   var region = document.getElementById('refresh');

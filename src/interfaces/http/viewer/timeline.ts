@@ -172,6 +172,12 @@ function item(event: RunEvent): SafeHtml {
         'warn',
         html`<span class="kind">finish_task rejected</span> <span class="meta">${event.reason}</span><pre>${clip(event.message, SHOWN_CHARS)}</pre>`,
       );
+    case 'finish_gate_passed':
+      return li(
+        event,
+        'good',
+        html`<span class="kind">✓ Finish gate passed</span> <span class="meta">${clip(event.message, SHOWN_CHARS)}</span>`,
+      );
     case 'run_end':
       return li(
         event,

@@ -116,7 +116,10 @@ describe('the example compositor workspace', () => {
       new_text: '',
     });
     if (!hasFinishGate(pack)) throw new Error('no gate');
-    expect(await pack.checkFinish({ summary: 'done' }, toolContext())).toEqual({ ok: true });
+    expect(await pack.checkFinish({ summary: 'done' }, toolContext())).toEqual({
+      ok: true,
+      message: 'cargo check passed (0 errors, 0 warnings).',
+    });
   });
 
   it('reports a broken manifest with cargo’s own words when there are no compiler messages', async () => {
