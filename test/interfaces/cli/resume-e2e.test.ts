@@ -1,68 +1,50 @@
-import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import {
-  type Sandbox,
-  makeSandbox,
-  runFabricInProcess,
-  spawnFabric,
-  testEnv,
-} from '../../support/fabric-cli.ts';
+import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { KilledRuns, PATIENCE, sentRequest } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
 import { makeFabric } from '../http/http-harness.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
-// Waiting for another process to get somewhere, not a measure of speed.
-const PATIENCE = { timeout: 60_000, interval: 50 };
 
 describe('fabric resume after the run was killed', () => {
   let llm: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
+  let runs: KilledRuns | undefined;
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await runs?.stop();
+    runs = undefined;
     await llm?.stop();
     await sandbox?.cleanup();
   });
 
   /** Starts `fabric run` as a real process, waits until the fake has `requests` chat requests, and kills it. */
   async function killedRun(args: readonly string[], env: Record<string, string>, requests: number) {
-    if (!sandbox || !llm) throw new Error('no sandbox');
-    const child = spawnFabric(['run', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
-    cleanups.push(async () => {
-      child.kill('SIGKILL');
-      await child;
-    });
-    const fake = llm;
-    await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(requests), PATIENCE);
-    child.kill('SIGKILL');
-    expect((await child).signal).toBe('SIGKILL');
-    const [runId] = (await readdir(sandbox.runsDir)).filter((name) => !name.startsWith('.'));
-    if (runId === undefined) throw new Error('no run directory');
-    return runId;
+    if (!sandbox) throw new Error('no sandbox');
+    runs = new KilledRuns(sandbox, env);
+    return runs.killWhen(args, () => llm?.chatRequests().length === requests);
   }
 
-  async function resume(args: readonly string[], env: Record<string, string>) {
+  function resume(args: readonly string[], env: Record<string, string>) {
     if (!sandbox) throw new Error('no sandbox');
-    return runFabricInProcess(['resume', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
+    runs ??= new KilledRuns(sandbox, env);
+    return runs.resume(args);
   }
 
   async function events(runId: string): Promise<RunEvent[]> {
-    if (!sandbox) throw new Error('no sandbox');
-    const path = join(sandbox.runsDir, runId, 'runlog.jsonl');
-    return parseRunlog(await readFile(path, 'utf8'), path).events;
+    return runs?.events(runId) ?? [];
   }
 
   /** What a chat request sent, as the server received it: the messages and the tools. */
   function sent(index: number): string {
-    const body = llm?.chatRequests()[index]?.body as { messages: unknown; tools: unknown } | undefined;
-    return JSON.stringify({ messages: body?.messages, tools: body?.tools });
+    return sentRequest(llm, index);
   }
 
   it('asks again the turn that was streaming when the process died, with the same request, and asks no recorded turn again', async () => {
@@ -123,14 +105,8 @@ describe('fabric resume after the run was killed', () => {
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toContain('it succeeded: there is nothing to resume');
 
-    const child = spawnFabric(['run', '--config', sandbox.configPath, '-s', 'units', 'Convert 5 km'], {
-      env,
-      cwd: sandbox.dir,
-    });
-    cleanups.push(async () => {
-      child.kill('SIGKILL');
-      await child;
-    });
+    runs ??= new KilledRuns(sandbox, env);
+    runs.spawn(['-s', 'units', 'Convert 5 km']);
     const fake = llm;
     await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(4), PATIENCE);
     const live = (await readdir(sandbox.runsDir)).find((name) => !name.startsWith('.') && name !== succeeded);
