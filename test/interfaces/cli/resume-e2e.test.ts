@@ -1,4 +1,7 @@
-import { readdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import { daemonRepo } from '../../support/daemon-repo.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
@@ -197,5 +200,40 @@ describe('fabric resume after the run was killed', () => {
     const again = await app.request(`/v1/runs/${runId}/resume`, { method: 'POST' });
     expect(again.status).toBe(409);
     expect(await again.json()).toMatchObject({ error: { code: 'run_not_resumable' } });
+  });
+
+  it('finds a daemon run in its repository (--repo) and goes on with it there', async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected, accepted] = CONVERSION_SCRIPT;
+    if (!convert || !rejected || !accepted) throw new Error('script');
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, { hang: true }, rejected, accepted],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const repo = await daemonRepo({});
+    cleanups.push(() => rm(repo, { recursive: true, force: true }));
+    const runId = await killedRun(['-s', 'units', '--workspace', repo, 'Convert 3 km to miles'], env, 2);
+    // Where a daemon keeps its runs: the repository's git directory, not the config's runs_dir.
+    const daemonRuns = join(repo, '.git/fabric/runs');
+    await mkdir(daemonRuns, { recursive: true });
+    await rename(join(sandbox.runsDir, runId), join(daemonRuns, runId));
+
+    const elsewhere = await resume([runId], env);
+    expect(elsewhere.exitCode).toBe(2);
+    expect(elsewhere.stderr).toContain(`No run "${runId}" in ${sandbox.runsDir}`);
+    const out = await resume([runId, '--repo', repo, '--json'], env);
+    expect(out.exitCode, out.stderr).toBe(0);
+    expect(JSON.parse(out.stdout)).toMatchObject({
+      run_id: runId,
+      status: 'succeeded',
+      runlog: join(daemonRuns, runId, 'runlog.jsonl'),
+    });
+    const path = join(daemonRuns, runId, 'runlog.jsonl');
+    const kinds = parseRunlog(await readFile(path, 'utf8'), path).events.map((event) => event.kind);
+    expect(kinds).toContain('run_resumed');
+    expect(kinds.at(-1)).toBe('run_end');
+    expect(await readdir(sandbox.runsDir).catch(() => [])).not.toContain(runId);
   });
 });
