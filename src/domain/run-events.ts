@@ -274,6 +274,9 @@ export interface RunEventBodies {
     host?: string;
     max_steps: number;
     backend: string;
+    /** The model it goes on with, and why (the server it was on, or why not); absent in older runlogs. */
+    model?: string;
+    model_reason?: string;
     forced: boolean;
     drift: string[];
     in_flight: {

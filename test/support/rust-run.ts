@@ -16,12 +16,21 @@ export async function exampleCrate(): Promise<string> {
   return workspace;
 }
 
-/** A sandbox whose rust specialist may run `cargo check` (its finish gate); `extra` merged in. */
-export function rustSandbox(extra: Record<string, unknown> = {}): Promise<Sandbox> {
+/**
+ * A sandbox whose rust specialist may run `cargo check` (its finish gate) and `commands`; `extra`
+ * merged in.
+ */
+export function rustSandbox(
+  extra: Record<string, unknown> = {},
+  commands: readonly string[] = [],
+): Promise<Sandbox> {
   return makeSandbox({
     ...extra,
     specialists: {
-      rust: { builder: 'builtin:rust', sandbox: { allowed_commands: ['cargo check'], timeout_s: 120 } },
+      rust: {
+        builder: 'builtin:rust',
+        sandbox: { allowed_commands: ['cargo check', ...commands], timeout_s: 120 },
+      },
     },
   });
 }

@@ -18,6 +18,12 @@ export interface ResolveOptions {
   readonly configuredModel?: string | undefined;
   /** Model cards (SPEC §20): with them, the best available is the measured best. */
   readonly measured?: Measurements | undefined;
+  /**
+   * A resumed run's model and the server it was on (`<backend> <url>`, as its runlog says): kept
+   * when that server still serves it, so its prompt cache can (SPEC §18); else the same model
+   * elsewhere; else the rules below, the reason saying why.
+   */
+  readonly previous?: { readonly model: string; readonly server: string } | undefined;
 }
 
 /** Ollama's rule: a name without a tag means `:latest`. */
@@ -48,15 +54,26 @@ export function resolveModel(probes: readonly BackendProbe[], options: ResolveOp
     );
   }
   let prefix = '';
+  if (options.previous !== undefined) {
+    const { model: id, server } = options.previous;
+    const same = all.find((model) => sameModel(model.id, id) && where(model) === server);
+    if (same) return { model: same, reason: `the server the run was on: ${id} on ${server}` };
+    const why = healthy.some((probe) => `${probe.backend} ${probe.baseUrl}` === server)
+      ? `the server the run was on (${server}) no longer serves ${id}`
+      : `the server the run was on (${server}) did not answer`;
+    const elsewhere = find(id);
+    if (elsewhere) return { model: elsewhere, reason: `${why}; ${id} found on ${where(elsewhere)}` };
+    prefix = `${why}, and no other server has ${id}; `;
+  }
   // A model is named, so a hosted one may serve it (the specialist's `model:`, a profile, a battery).
   if (options.configuredModel !== undefined) {
     const found = find(options.configuredModel);
     if (found)
       return {
         model: found,
-        reason: `configured model ${options.configuredModel}, found on ${where(found)}`,
+        reason: `${prefix}configured model ${options.configuredModel}, found on ${where(found)}`,
       };
-    prefix = `configured model ${options.configuredModel} is not on any backend; `;
+    prefix = `${prefix}configured model ${options.configuredModel} is not on any backend; `;
   }
   // Local first (SPEC §5, seed ADR-008): a hosted backend is never chosen on its own, even when
   // every local server is down.

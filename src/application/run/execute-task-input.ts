@@ -65,6 +65,8 @@ export interface ResumeFrom {
   readonly previousStatus: RunStatus;
   /** Resumed although its config or pack changed (`--force`). */
   readonly forced: boolean;
+  /** The model and the server (`<backend> <url>`) the run was last on: preferred when still there. */
+  readonly previous?: { readonly model: string; readonly server: string };
 }
 
 /** A run's model profile as the loop uses it. */

@@ -65,7 +65,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         fingerprint: input.fingerprint,
         owner: input.owner,
         maxSteps: input.limits.maxSteps,
-        backend: input.model.backend,
+        model: input.model,
         runId,
         signal,
         budget: paging.budget,

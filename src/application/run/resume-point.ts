@@ -39,7 +39,7 @@ export interface ResumeInput {
   readonly fingerprint: WorkspaceFingerprint | undefined;
   readonly owner: RunOwner | undefined;
   readonly maxSteps: number;
-  readonly backend: string;
+  readonly model: { readonly id: string; readonly backend: string; readonly reason?: string };
   readonly runId: string;
   readonly signal: AbortSignal;
   readonly budget: ResultBudget | undefined;
@@ -61,7 +61,9 @@ export async function resumeFrom(input: ResumeInput): Promise<Resumed> {
     previous_status: input.from.previousStatus,
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
     max_steps: input.maxSteps,
-    backend: input.backend,
+    backend: input.model.backend,
+    model: input.model.id,
+    ...(input.model.reason === undefined ? {} : { model_reason: input.model.reason }),
     forced: input.from.forced,
     drift: [...drift.paths],
     in_flight: plans.flatMap((plan) => (plan.inFlight === undefined ? [] : [plan.inFlight])),

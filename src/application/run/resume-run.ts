@@ -5,6 +5,7 @@
  * run use case with the history to go on from.
  */
 import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunResult, RunStatus } from '../../domain/run-result.ts';
 import { runProfileFor } from '../models/run-profile.ts';
 import type { ModelProfile } from '../../config/schema.ts';
@@ -74,14 +75,18 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
       specialist: start.specialist,
       task: start.task,
       ...(start.workspace === null ? {} : { workspace: start.workspace }),
-      model: start.model,
       maxSteps,
       ...(request.observers === undefined ? {} : { observers: request.observers }),
       signal: request.signal,
       runId,
       ...(request.onNotice === undefined ? {} : { onNotice: request.onNotice }),
       ...(start.tags === undefined ? {} : { tags: start.tags }),
-      resume: { history, previousStatus, forced: request.force === true },
+      resume: {
+        history,
+        previousStatus,
+        forced: request.force === true,
+        previous: lastServer(contents.events, start),
+      },
     });
   } catch (error) {
     // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.
@@ -98,6 +103,17 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
       );
     throw error;
   }
+}
+
+/** The model and server the run was last on: its last `run_resumed` that names them, else `run_start`. */
+function lastServer(
+  events: readonly RunEvent[],
+  start: Extract<RunEvent, { kind: 'run_start' }>,
+): { model: string; server: string } {
+  const resumed = events.findLast((event) => event.kind === 'run_resumed' && event.model !== undefined);
+  if (resumed?.kind === 'run_resumed' && resumed.model !== undefined)
+    return { model: resumed.model, server: resumed.backend };
+  return { model: start.model, server: start.backend };
 }
 
 /** How the run ended, when that allows it to go on; a refusal otherwise. */

@@ -187,7 +187,10 @@ export class RunStarter {
   async run(request: RunRequest, priority: number): Promise<RunResult> {
     const deps = this.#deps;
     const workspace = await this.validate(request);
-    const resolve = this.resolveOptions(request.specialist, request.model, request.modelFrom);
+    const resolve = {
+      ...this.resolveOptions(request.specialist, request.model, request.modelFrom),
+      ...(request.resume?.previous === undefined ? {} : { previous: request.resume.previous }),
+    };
     // A run waits for a server still loading its model; the notice says so when someone listens.
     const choice = await this.#choose(resolve, request.signal, request.onNotice ?? (() => {}));
     request.onModelChosen?.(choice);

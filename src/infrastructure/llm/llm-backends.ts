@@ -20,6 +20,8 @@ import { type ChatRoute, RoutingChatClient } from './routing-chat-client.ts';
 interface Source {
   readonly key: string;
   readonly client: ChatClient;
+  /** A pooled backend's client sending a run to `url` first (LM Studio's servers). */
+  readonly preferring?: (url: string) => ChatClient;
   readonly owns: (probe: BackendProbe) => boolean;
 }
 
@@ -79,6 +81,7 @@ export class LlmBackends {
             {
               key: 'lm_studio',
               client: lmStudio.chatClient(),
+              preferring: (url: string) => lmStudio.chatClient().preferring(url),
               owns: (p: BackendProbe) => p.backend === 'lm_studio',
             },
           ]),
@@ -163,8 +166,15 @@ export class LlmBackends {
     const chosenProbe = { backend: choice.model.backend, baseUrl: choice.model.baseUrl } as BackendProbe;
     const chosen = this.#sources.find((source) => source.owns(chosenProbe));
     const others = this.#sources.filter((source) => source !== chosen);
+    // A resumed run kept on its server (SPEC §18): LM Studio's pool is told to send it there.
+    const kept =
+      resolve.previous?.server === `${choice.model.backend} ${choice.model.baseUrl}`
+        ? chosen?.preferring?.(choice.model.baseUrl)
+        : undefined;
     const routes: ChatRoute[] =
-      chosen === undefined ? [] : [{ key: chosen.key, client: chosen.client, model: choice.model.id }];
+      chosen === undefined
+        ? []
+        : [{ key: chosen.key, client: kept ?? chosen.client, model: choice.model.id }];
     for (const source of others) {
       try {
         const other = resolveModel(this.#probes.filter(source.owns), resolve);

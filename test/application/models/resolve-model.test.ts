@@ -248,3 +248,45 @@ describe('resolveModel with model cards (SPEC §20)', () => {
     );
   });
 });
+
+describe('resolveModel for a resumed run (SPEC §18)', () => {
+  const LM2 = 'http://lm2:1234';
+  const servers = (first: CatalogModel[], second: CatalogModel[], firstOk = true): BackendProbe[] => [
+    { ...probe('lm_studio', first, firstOk), baseUrl: LM },
+    { ...probe('lm_studio', second), baseUrl: LM2 },
+  ];
+  const previous = { model: 'coder', server: `lm_studio ${LM}` };
+
+  it('keeps the server the run was on while it has the model, though another has it loaded', () => {
+    const choice = resolveModel(
+      servers(
+        [m('coder', { toolUse: true, loaded: false })],
+        [m('coder', { baseUrl: LM2, loaded: true, toolUse: true })],
+      ),
+      { previous },
+    );
+    expect(choice.model.baseUrl).toBe(LM);
+    expect(choice.reason).toBe(`the server the run was on: coder on lm_studio ${LM}`);
+  });
+
+  it('takes the same model on another server when its server no longer has it, and says so', () => {
+    const choice = resolveModel(
+      servers([m('other', { toolUse: true })], [m('coder', { baseUrl: LM2, toolUse: true })]),
+      { previous },
+    );
+    expect(choice.model).toMatchObject({ id: 'coder', baseUrl: LM2 });
+    expect(choice.reason).toBe(
+      `the server the run was on (lm_studio ${LM}) no longer serves coder; coder found on lm_studio ${LM2}`,
+    );
+  });
+
+  it('takes the configured model, else the best available, when no server has its model', () => {
+    const probes = servers([], [m('other', { baseUrl: LM2, toolUse: true })], false);
+    expect(resolveModel(probes, { previous }).reason).toMatch(
+      /^the server the run was on \(lm_studio http:\/\/lm:1234\) did not answer, and no other server has coder; best available: other/,
+    );
+    expect(resolveModel(probes, { previous, configuredModel: 'other' }).reason).toBe(
+      `the server the run was on (lm_studio ${LM}) did not answer, and no other server has coder; configured model other, found on lm_studio ${LM2}`,
+    );
+  });
+});

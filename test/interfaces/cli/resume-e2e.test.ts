@@ -1,68 +1,53 @@
-import { readFile, readdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
+import { daemonRepo } from '../../support/daemon-repo.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import {
-  type Sandbox,
-  makeSandbox,
-  runFabricInProcess,
-  spawnFabric,
-  testEnv,
-} from '../../support/fabric-cli.ts';
+import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { KilledRuns, PATIENCE, sentRequest } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
 import { makeFabric } from '../http/http-harness.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
-// Waiting for another process to get somewhere, not a measure of speed.
-const PATIENCE = { timeout: 60_000, interval: 50 };
 
 describe('fabric resume after the run was killed', () => {
   let llm: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
+  let runs: KilledRuns | undefined;
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await runs?.stop();
+    runs = undefined;
     await llm?.stop();
     await sandbox?.cleanup();
   });
 
   /** Starts `fabric run` as a real process, waits until the fake has `requests` chat requests, and kills it. */
   async function killedRun(args: readonly string[], env: Record<string, string>, requests: number) {
-    if (!sandbox || !llm) throw new Error('no sandbox');
-    const child = spawnFabric(['run', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
-    cleanups.push(async () => {
-      child.kill('SIGKILL');
-      await child;
-    });
-    const fake = llm;
-    await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(requests), PATIENCE);
-    child.kill('SIGKILL');
-    expect((await child).signal).toBe('SIGKILL');
-    const [runId] = (await readdir(sandbox.runsDir)).filter((name) => !name.startsWith('.'));
-    if (runId === undefined) throw new Error('no run directory');
-    return runId;
+    if (!sandbox) throw new Error('no sandbox');
+    runs = new KilledRuns(sandbox, env);
+    return runs.killWhen(args, () => llm?.chatRequests().length === requests);
   }
 
-  async function resume(args: readonly string[], env: Record<string, string>) {
+  function resume(args: readonly string[], env: Record<string, string>) {
     if (!sandbox) throw new Error('no sandbox');
-    return runFabricInProcess(['resume', '--config', sandbox.configPath, ...args], { env, cwd: sandbox.dir });
+    runs ??= new KilledRuns(sandbox, env);
+    return runs.resume(args);
   }
 
   async function events(runId: string): Promise<RunEvent[]> {
-    if (!sandbox) throw new Error('no sandbox');
-    const path = join(sandbox.runsDir, runId, 'runlog.jsonl');
-    return parseRunlog(await readFile(path, 'utf8'), path).events;
+    return runs?.events(runId) ?? [];
   }
 
   /** What a chat request sent, as the server received it: the messages and the tools. */
   function sent(index: number): string {
-    const body = llm?.chatRequests()[index]?.body as { messages: unknown; tools: unknown } | undefined;
-    return JSON.stringify({ messages: body?.messages, tools: body?.tools });
+    return sentRequest(llm, index);
   }
 
   it('asks again the turn that was streaming when the process died, with the same request, and asks no recorded turn again', async () => {
@@ -123,14 +108,8 @@ describe('fabric resume after the run was killed', () => {
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toContain('it succeeded: there is nothing to resume');
 
-    const child = spawnFabric(['run', '--config', sandbox.configPath, '-s', 'units', 'Convert 5 km'], {
-      env,
-      cwd: sandbox.dir,
-    });
-    cleanups.push(async () => {
-      child.kill('SIGKILL');
-      await child;
-    });
+    runs ??= new KilledRuns(sandbox, env);
+    runs.spawn(['-s', 'units', 'Convert 5 km']);
     const fake = llm;
     await vi.waitFor(() => expect(fake.chatRequests()).toHaveLength(4), PATIENCE);
     const live = (await readdir(sandbox.runsDir)).find((name) => !name.startsWith('.') && name !== succeeded);
@@ -221,5 +200,40 @@ describe('fabric resume after the run was killed', () => {
     const again = await app.request(`/v1/runs/${runId}/resume`, { method: 'POST' });
     expect(again.status).toBe(409);
     expect(await again.json()).toMatchObject({ error: { code: 'run_not_resumable' } });
+  });
+
+  it('finds a daemon run in its repository (--repo) and goes on with it there', async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected, accepted] = CONVERSION_SCRIPT;
+    if (!convert || !rejected || !accepted) throw new Error('script');
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, { hang: true }, rejected, accepted],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const repo = await daemonRepo({});
+    cleanups.push(() => rm(repo, { recursive: true, force: true }));
+    const runId = await killedRun(['-s', 'units', '--workspace', repo, 'Convert 3 km to miles'], env, 2);
+    // Where a daemon keeps its runs: the repository's git directory, not the config's runs_dir.
+    const daemonRuns = join(repo, '.git/fabric/runs');
+    await mkdir(daemonRuns, { recursive: true });
+    await rename(join(sandbox.runsDir, runId), join(daemonRuns, runId));
+
+    const elsewhere = await resume([runId], env);
+    expect(elsewhere.exitCode).toBe(2);
+    expect(elsewhere.stderr).toContain(`No run "${runId}" in ${sandbox.runsDir}`);
+    const out = await resume([runId, '--repo', repo, '--json'], env);
+    expect(out.exitCode, out.stderr).toBe(0);
+    expect(JSON.parse(out.stdout)).toMatchObject({
+      run_id: runId,
+      status: 'succeeded',
+      runlog: join(daemonRuns, runId, 'runlog.jsonl'),
+    });
+    const path = join(daemonRuns, runId, 'runlog.jsonl');
+    const kinds = parseRunlog(await readFile(path, 'utf8'), path).events.map((event) => event.kind);
+    expect(kinds).toContain('run_resumed');
+    expect(kinds.at(-1)).toBe('run_end');
+    expect(await readdir(sandbox.runsDir).catch(() => [])).not.toContain(runId);
   });
 });

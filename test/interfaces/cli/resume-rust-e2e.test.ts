@@ -1,22 +1,14 @@
-import { readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
-import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
-import {
-  type Sandbox,
-  makeSandbox,
-  runFabricInProcess,
-  spawnFabric,
-  testEnv,
-} from '../../support/fabric-cli.ts';
+import { type Sandbox, makeSandbox, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { KilledRuns, sentMessages } from '../../support/killed-run.ts';
 import { exampleCrate } from '../../support/rust-run.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
-// Waiting for another process to get somewhere, not a measure of speed.
-const PATIENCE = { timeout: 120_000, interval: 50 };
 const OLD = '//! The core of a compositor, without the protocol and the GPU';
 const NEW = '//! The core of a compositor (resumable), without the protocol and the GPU';
 const EDIT = {
@@ -31,9 +23,9 @@ const FINISH: ScriptedTurn = {
 describe('fabric resume of a rust run killed mid-step', () => {
   let llm: FakeLlmServer | undefined;
   let sandbox: Sandbox | undefined;
-  const cleanups: (() => Promise<unknown>)[] = [];
+  let runs: KilledRuns | undefined;
   afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await runs?.stop();
     await llm?.stop();
     await sandbox?.cleanup();
   });
@@ -49,65 +41,36 @@ describe('fabric resume of a rust run killed mid-step', () => {
     });
     llm = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL, toolUse: true }], script });
     const workspace = await exampleCrate();
-    return { workspace, env: testEnv(sandbox, llm.url) };
+    runs = new KilledRuns(sandbox, testEnv(sandbox, llm.url));
+    return { workspace, runs };
   }
 
   /** Starts `fabric run -s rust` as a real process and kills it once `ready` holds of its runlog. */
-  async function killWhen(
-    workspace: string,
-    env: Record<string, string>,
-    ready: (events: RunEvent[]) => boolean,
-  ) {
-    if (!sandbox) throw new Error('no sandbox');
-    const box = sandbox;
-    const child = spawnFabric(
-      ['run', '--config', box.configPath, '-s', 'rust', '--workspace', workspace, 'Edit the crate doc'],
-      { env, cwd: box.dir },
-    );
-    cleanups.push(async () => {
-      child.kill('SIGKILL');
-      await child;
-    });
-    let runId = '';
-    await vi.waitFor(async () => {
-      [runId = ''] = (await readdir(box.runsDir).catch(() => [])).filter((name) => !name.startsWith('.'));
-      expect(ready(await events(runId))).toBe(true);
-    }, PATIENCE);
-    child.kill('SIGKILL');
-    expect((await child).signal).toBe('SIGKILL');
-    return runId;
+  function killWhen(workspace: string, ready: (events: RunEvent[]) => boolean) {
+    if (!runs) throw new Error('no set-up');
+    return runs.killWhen(['-s', 'rust', '--workspace', workspace, 'Edit the crate doc'], ready);
   }
 
   function logPath(runId: string): string {
-    if (!sandbox) throw new Error('no sandbox');
-    return join(sandbox.runsDir, runId, 'runlog.jsonl');
+    return runs?.logPath(runId) ?? '';
   }
 
   async function events(runId: string): Promise<RunEvent[]> {
-    if (runId === '') return [];
-    const text = await readFile(logPath(runId), 'utf8').catch(() => '');
-    return text === '' ? [] : parseRunlog(text, logPath(runId)).events;
+    return runs?.events(runId) ?? [];
   }
 
-  async function resume(runId: string, env: Record<string, string>) {
-    if (!sandbox) throw new Error('no sandbox');
-    const out = await runFabricInProcess(['resume', runId, '--json', '--config', sandbox.configPath], {
-      env,
-      cwd: sandbox.dir,
-    });
-    expect(out.exitCode, out.stderr).toBe(0);
-    return JSON.parse(out.stdout) as RunResult;
+  async function resume(runId: string) {
+    const out = await runs?.resume([runId, '--json']);
+    expect(out?.exitCode, out?.stderr).toBe(0);
+    return JSON.parse(out?.stdout ?? '') as RunResult;
   }
 
   function messagesOf(index: number): { role: string; content: string }[] {
-    const body = llm?.chatRequests()[index]?.body as
-      | { messages?: { role: string; content: string }[] }
-      | undefined;
-    return body?.messages ?? [];
+    return sentMessages(llm, index);
   }
 
   it('never runs again a command that was running when the process died, and tells the model what is known', async () => {
-    const { workspace, env } = await setUp([
+    const { workspace } = await setUp([
       {
         reply: {
           toolCalls: [EDIT, { name: 'shell', arguments: { command: 'sleep 600' }, id: 'call_sleep' }],
@@ -115,7 +78,7 @@ describe('fabric resume of a rust run killed mid-step', () => {
       },
       FINISH,
     ]);
-    const runId = await killWhen(workspace, env, (log) =>
+    const runId = await killWhen(workspace, (log) =>
       log.some((event) => event.kind === 'tool_started' && event.tool === 'shell'),
     );
     const killed = await events(runId);
@@ -124,7 +87,7 @@ describe('fabric resume of a rust run killed mid-step', () => {
       args_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
     });
 
-    const result = await resume(runId, env);
+    const result = await resume(runId);
     expect(result).toMatchObject({ run_id: runId, status: 'succeeded' });
     const log = await events(runId);
     expect(log.find((event) => event.kind === 'run_resumed')).toMatchObject({
@@ -152,8 +115,8 @@ describe('fabric resume of a rust run killed mid-step', () => {
     ['already in the file: recorded as verified, not applied again', true, 'verified'],
     ['not in the file: made, once', false, 'rerun'],
   ] as const)('settles an edit_file that started and has no result, %s', async (_name, applied, action) => {
-    const { workspace, env } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
-    const runId = await killWhen(workspace, env, () => (llm?.chatRequests().length ?? 0) === 2);
+    const { workspace } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
+    const runId = await killWhen(workspace, () => (llm?.chatRequests().length ?? 0) === 2);
     // The runlog as a kill between tool_started and tool_result leaves it: the lines after the marker gone.
     const text = await readFile(logPath(runId), 'utf8');
     const lines = text.split('\n');
@@ -164,7 +127,7 @@ describe('fabric resume of a rust run killed mid-step', () => {
       await writeFile(join(workspace, 'src/lib.rs'), source.replace(NEW, OLD));
     }
 
-    const result = await resume(runId, env);
+    const result = await resume(runId);
     expect(result).toMatchObject({ run_id: runId, status: 'succeeded' });
     const log = await events(runId);
     expect(log.find((event) => event.kind === 'run_resumed')).toMatchObject({
@@ -183,12 +146,12 @@ describe('fabric resume of a rust run killed mid-step', () => {
   });
 
   it('tells the model which files a person changed while the run was stopped, and records them', async () => {
-    const { workspace, env } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
-    const runId = await killWhen(workspace, env, () => (llm?.chatRequests().length ?? 0) === 2);
+    const { workspace } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
+    const runId = await killWhen(workspace, () => (llm?.chatRequests().length ?? 0) === 2);
     const geometry = join(workspace, 'src/geometry.rs');
     await writeFile(geometry, `${await readFile(geometry, 'utf8')}\n// a person was here\n`);
 
-    expect(await resume(runId, env)).toMatchObject({ run_id: runId, status: 'succeeded' });
+    expect(await resume(runId)).toMatchObject({ run_id: runId, status: 'succeeded' });
     const log = await events(runId);
     expect(log.find((event) => event.kind === 'run_resumed')).toMatchObject({
       drift: ['src/geometry.rs'],
@@ -203,26 +166,18 @@ describe('fabric resume of a rust run killed mid-step', () => {
   });
 
   it('refuses a run whose config changed unless --force, and one whose workspace is gone', async () => {
-    const { workspace, env } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
-    const runId = await killWhen(workspace, env, () => (llm?.chatRequests().length ?? 0) === 2);
-    if (!sandbox) throw new Error('no sandbox');
-    const box = sandbox;
-    const config = await readFile(box.configPath, 'utf8');
-    await writeFile(box.configPath, `${config}loop:\n  max_steps: 12\n`);
-    const changed = await runFabricInProcess(['resume', runId, '--config', box.configPath], {
-      env,
-      cwd: box.dir,
-    });
+    const { workspace, runs } = await setUp([{ reply: { toolCalls: [EDIT] } }, { hang: true }, FINISH]);
+    const runId = await killWhen(workspace, () => (llm?.chatRequests().length ?? 0) === 2);
+    const config = await readFile(runs.sandbox.configPath, 'utf8');
+    await writeFile(runs.sandbox.configPath, `${config}loop:\n  max_steps: 12\n`);
+    const changed = await runs.resume([runId]);
     expect(changed.exitCode).toBe(2);
     expect(changed.stderr).toContain('the config changed since it started');
     expect(changed.stderr).toContain('--force');
     expect((await events(runId)).map((event) => event.kind)).not.toContain('run_resumed');
 
     await rm(workspace, { recursive: true, force: true });
-    const gone = await runFabricInProcess(['resume', runId, '--force', '--config', box.configPath], {
-      env,
-      cwd: box.dir,
-    });
+    const gone = await runs.resume([runId, '--force']);
     expect(gone.exitCode).toBe(2);
     expect(gone.stderr).toContain(`its workspace ${workspace} is gone`);
     expect((await events(runId)).map((event) => event.kind)).not.toContain('run_resumed');

@@ -1,4 +1,4 @@
-import type { BackendProbe, ChatClient, ModelCatalog } from '../../../application/ports.ts';
+import type { BackendProbe, ModelCatalog } from '../../../application/ports.ts';
 import type { HealthBook } from '../health-book.ts';
 import { type LmStudioClientOptions, LmStudioChatClient } from './lmstudio-chat-client.ts';
 import { probeLmStudio } from './lmstudio-probe.ts';
@@ -43,7 +43,7 @@ export class LmStudioBackend implements ModelCatalog {
   }
 
   /** The one chat client for every LM Studio server. */
-  chatClient(): ChatClient {
+  chatClient(): LmStudioChatClient {
     this.#client ??= new LmStudioChatClient(this.#pool, this.#options.chat, () => this.#refresh());
     return this.#client;
   }

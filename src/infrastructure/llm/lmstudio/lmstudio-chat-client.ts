@@ -28,9 +28,28 @@ export class LmStudioChatClient implements ChatClient {
     }
   }
 
-  async complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> {
+  complete(request: ChatRequest, onEvent?: (event: ChatStreamEvent) => void): Promise<ChatTurn> {
+    return this.#complete(request, onEvent, undefined);
+  }
+
+  /**
+   * The same dispatcher with `url` first for a run not yet on a server here, while `url` is up and
+   * has the model: a resumed run goes on on the server it was on, where its prompt cache is (SPEC §18).
+   */
+  preferring(url: string): ChatClient {
+    return {
+      backend: this.backend,
+      complete: (request, onEvent) => this.#complete(request, onEvent, url),
+    };
+  }
+
+  async #complete(
+    request: ChatRequest,
+    onEvent: ((event: ChatStreamEvent) => void) | undefined,
+    preferred: string | undefined,
+  ): Promise<ChatTurn> {
     this.#refresh();
-    const order = this.#stay(request, this.#pool.order(request.model));
+    const order = this.#stay(request, this.#pool.order(request.model), preferred);
     const failures: string[] = [];
     let last: FabricError | undefined;
     for (const url of order) {
@@ -73,9 +92,10 @@ export class LmStudioChatClient implements ChatClient {
     });
   }
 
-  /** The run's server first, while it is up and has the model (SPEC §17); else the pool's order. */
-  #stay(request: ChatRequest, order: string[]): string[] {
-    const url = request.affinity === undefined ? undefined : this.#sticky.get(request.affinity);
+  /** The run's server (else `preferred`) first, while it is up and has the model (SPEC §17); else the pool's order. */
+  #stay(request: ChatRequest, order: string[], preferred: string | undefined): string[] {
+    const url =
+      (request.affinity === undefined ? undefined : this.#sticky.get(request.affinity)) ?? preferred;
     if (url === undefined || !order.includes(url) || this.#pool.isDown(url)) return order;
     return [url, ...order.filter((other) => other !== url)];
   }

@@ -25,6 +25,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--show-reasoning',
   ],
   replay: ['--execute', '--workspace', '--keep', '--repo', '--json', '--config'],
+  resume: ['--max-steps', '--force', '--repo', '--json', '--config'],
   runs: ['--repo', '--json', '--config'],
   specialists: ['--json', '--config'],
   models: ['--specialist', '--json', '--config'],

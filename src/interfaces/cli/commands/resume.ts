@@ -1,4 +1,6 @@
+import { dirname, resolve } from 'node:path';
 import { loadConfig } from '../../../config/load.ts';
+import { runLogsSeenFrom } from '../../../composition/control-store.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { exitCodeForRun } from '../exit-code.ts';
@@ -15,12 +17,16 @@ as it was last sent, so no recorded model turn is asked again. A tool call that 
 no result is run again only when that is safe (reads, idempotent tools, an edit not yet in the
 file); any other is not run again and the model is told so. Files someone changed while the run
 was stopped are named to the model. RUN is a run id, a unique prefix of one, or a runlog's path.
+Inside a repository a daemon works in (or with --repo), its runs are found too, and the resumed
+run is written where it is (the daemon's .git/fabric/runs).
 
 Options:
       --max-steps N       N more steps (required for a run that ended at its step limit;
                           default: what the run's limit left)
       --force             go on although the config or the specialist's pack changed since
                           the run started, or its process is on another machine
+      --repo DIR          find RUN among a daemon's runs in this repository too (default: the
+                          current directory's)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json              print the RunResult as one JSON object on stdout
   -h, --help              show this help
@@ -41,6 +47,7 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
   const { values, positionals } = parseCommandArgs('resume', argv, {
     'max-steps': { type: 'string' },
     force: { type: 'boolean' },
+    repo: { type: 'string' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -57,10 +64,16 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
   const moreSteps = positiveInt('--max-steps', values['max-steps']);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const style = styleFor(io.stderr, io.env);
-  const fabric = createFabric(config, {
-    lifetime: 'one_shot',
-    onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
-  });
+  // Inside a daemon's repository (or with --repo), its runs too; the run goes on where it is.
+  const found = await runLogsSeenFrom(config, resolve(io.cwd, values.repo ?? '.')).read(run);
+  const runsDir = resolve(dirname(dirname(found.location)));
+  const fabric = createFabric(
+    runsDir === resolve(config.runs_dir) ? config : { ...config, runs_dir: runsDir },
+    {
+      lifetime: 'one_shot',
+      onDegraded: (message) => io.stderr.write(style.yellow(`${message}\n`)),
+    },
+  );
   const result = await fabric
     .resume({
       run,
