@@ -101,3 +101,15 @@ export function cardFor(
     (card) => card.model === model.id && card.backend === model.backend && card.baseUrl === model.baseUrl,
   );
 }
+
+/** A control store that also keeps model cards (`control.model_cards`; an optional capability). */
+export interface ModelCardRows {
+  saveModelCard(card: ModelCard): Promise<void>;
+  modelCards(): Promise<ModelCard[]>;
+}
+
+/** Whether a control store keeps model cards. */
+export function isModelCardRows(store: unknown): store is ModelCardRows {
+  const rows = store as Partial<ModelCardRows> | null;
+  return typeof rows?.saveModelCard === 'function' && typeof rows.modelCards === 'function';
+}

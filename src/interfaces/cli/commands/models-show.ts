@@ -37,20 +37,27 @@ export async function modelsShowCommand(argv: readonly string[], io: CliIo): Pro
     throw new FabricError('usage', 'fabric models show takes one MODEL, e.g. `fabric models show qwen3:8b`.');
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
+  // One-shot: the cards come from the runs directory and a Postgres control plane, if configured.
+  const fabric = new Fabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(`${message}\n`),
+  });
   const id = fabric.expandModelAlias(name);
-  const cards = (await modelCardStore(fabric).list()).filter((card) => sameModel(card.model, id));
-  if (cards.length === 0) {
+  const cards = await modelCardStore(fabric)
+    .list()
+    .finally(() => fabric.close());
+  const mine = cards.filter((card) => sameModel(card.model, id));
+  if (mine.length === 0) {
     throw new FabricError(
       'model_not_found',
       `No model card for "${name}": it was never probed here. \`fabric models probe ${name}\` measures it.`,
     );
   }
   if (values.json) {
-    io.stdout.write(`${JSON.stringify({ cards })}\n`);
+    io.stdout.write(`${JSON.stringify({ cards: mine })}\n`);
     return EXIT.ok;
   }
-  for (const card of cards) writeCard(io, card);
+  for (const card of mine) writeCard(io, card);
   return EXIT.ok;
 }
 

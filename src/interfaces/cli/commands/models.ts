@@ -52,9 +52,17 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
-  const probes = await fabric.catalog.probe(io.signal);
-  const cards = await modelCardStore(fabric).list();
+  // One-shot: the cards come from the runs directory and a Postgres control plane, if configured.
+  const fabric = new Fabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(`${message}\n`),
+  });
+  const [probes, cards] = await Promise.all([
+    fabric.catalog.probe(io.signal),
+    modelCardStore(fabric)
+      .list()
+      .finally(() => fabric.close()),
+  ]);
   let choice: ModelChoice | undefined;
   let failure: FabricError | undefined;
   try {
