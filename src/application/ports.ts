@@ -116,6 +116,12 @@ export interface CatalogModel {
   readonly thinking?: boolean | undefined;
   /** Requests the loaded model serves at once (LM Studio's `config.parallel`, llama-server's `total_slots`); undefined when unknown. */
   readonly parallel?: number | undefined;
+  /** The model file as the server identifies it (Ollama's `digest`): a new pull changes it. */
+  readonly fileId?: string | undefined;
+  /** The quantisation the server reports (Ollama's `details.quantization_level`, LM Studio's `quantization`). */
+  readonly quantisation?: string | undefined;
+  /** The server's version, when it says (Ollama's `/api/version`). */
+  readonly serverVersion?: string | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

@@ -35,6 +35,8 @@ export interface FakeModel {
   dialect?: import('./fake-llm-behaviour.ts').FakeDialect;
   /** A behaving model waits this long before it answers (a slow model). */
   slowMs?: number;
+  /** Ollama's `digest` of the model file (default: a hash of the id); change it to imitate a new pull. */
+  digest?: string;
 }
 
 /** One load of a model: through the REST API, or JIT on a chat request. */

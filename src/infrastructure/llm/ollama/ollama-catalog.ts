@@ -54,7 +54,7 @@ export class OllamaCatalog implements ModelCatalog {
         return done([], `/api/tags: HTTP ${tags.status}, ${bodyError(tags.body) ?? 'no model list'}`);
       const running = ps === undefined ? undefined : parsePs(ps.body);
       const facts = await Promise.all(listed.map((entry) => this.#show(entry, combined)));
-      return done(facts.map((entry) => toCatalogModel(entry, running, this.#baseUrl)));
+      return done(facts.map((entry) => toCatalogModel(entry, running, this.#baseUrl, versionText)));
     } catch (error) {
       return done([], describeFailure(error, timeout, this.#timeoutMs));
     }

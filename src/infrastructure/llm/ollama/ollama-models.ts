@@ -12,6 +12,10 @@ export interface OllamaModelFacts {
   readonly capabilities: readonly string[] | undefined;
   /** Trained maximum: `model_info["<arch>.context_length"]` or `details.context_length`. */
   readonly trainedContext: number | undefined;
+  /** The model file's digest (`/api/tags`), which a new pull changes. */
+  readonly digest?: string | undefined;
+  /** `details.quantization_level`, e.g. `Q4_K_M`. */
+  readonly quantisation?: string | undefined;
 }
 
 /** A running model from `/api/ps`. */
@@ -39,6 +43,8 @@ export function parseTags(body: unknown): OllamaModelFacts[] | undefined {
           ? capabilities.filter((c) => typeof c === 'string')
           : undefined,
         trainedContext: numberField(details, 'context_length'),
+        digest: stringField(entry, 'digest'),
+        quantisation: stringField(details, 'quantization_level'),
       },
     ];
   });
@@ -80,6 +86,7 @@ export function toCatalogModel(
   facts: OllamaModelFacts,
   running: readonly OllamaRunning[] | undefined,
   baseUrl: string,
+  serverVersion?: string,
 ): CatalogModel {
   const caps = facts.capabilities;
   const live = running?.find((entry) => sameModel(entry.name, facts.name));
@@ -95,6 +102,9 @@ export function toCatalogModel(
     maxContextLength: facts.trainedContext,
     // `thinking` since Ollama 0.9.0: the only safe reason to send `think` (else a 400).
     thinking: caps === undefined ? undefined : caps.includes('thinking'),
+    fileId: facts.digest,
+    quantisation: facts.quantisation,
+    serverVersion,
   };
 }
 
