@@ -127,6 +127,12 @@ export interface CatalogModel {
    * and its chat template's digest, Ollama `/api/show` `parser`/`renderer`; Q33, Q34).
    */
   readonly toolParser?: string | undefined;
+  /** The model file as the server identifies it (Ollama's `digest`): a new pull changes it. */
+  readonly fileId?: string | undefined;
+  /** The quantisation the server reports (Ollama's `details.quantization_level`, LM Studio's `quantization`). */
+  readonly quantisation?: string | undefined;
+  /** The server's version, when it says (Ollama's `/api/version`). */
+  readonly serverVersion?: string | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

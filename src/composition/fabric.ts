@@ -21,7 +21,7 @@ import { RunStarter } from '../application/run/start-run.ts';
 import { type ResumeRequest, resumeRun } from '../application/run/resume-run.ts';
 import { GitFingerprint } from '../infrastructure/workspace/git-fingerprint.ts';
 import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
-import type { ModelCard } from '../application/models/model-card.ts';
+import type { ModelCard, ModelCardStore } from '../application/models/model-card.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -41,7 +41,7 @@ import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
-import { FileModelCards } from '../infrastructure/runlog/model-card-files.ts';
+import { modelCardsIn } from '../infrastructure/runlog/model-card-files.ts';
 import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
 import { lockWorkspace } from '../infrastructure/workspace/workspace-lock.ts';
@@ -169,7 +169,7 @@ export class Fabric {
         probe: (signal, onProgress) => llm.catalog.probe(signal, onProgress),
         chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
         loadAt: (choice, contextLength, signal) => llm.loadAt(choice, contextLength, signal),
-        cards: () => new FileModelCards(config.runs_dir).list(),
+        cards: () => this.modelCards().list(),
       },
       locks: { lock: lockWorkspace },
       mirror: () => this.#controlPlane(),
@@ -208,6 +208,11 @@ export class Fabric {
     cards: readonly ModelCard[] = [],
   ): ModelChoice {
     return this.#runs.chooseFrom(probes, specialist, flagModel, cards);
+  }
+
+  /** The model cards (SPEC §20): the runs directory's files, and the control plane's when it has one. */
+  modelCards(): ModelCardStore {
+    return modelCardsIn(this.config.runs_dir, () => this.controlStore(), this.#options.onDegraded);
   }
 
   /** A client for this model's own server, without failover: what a probe measures (SPEC §20). */

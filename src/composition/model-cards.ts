@@ -2,13 +2,12 @@
 import type { ModelCard, ModelCardStore } from '../application/models/model-card.ts';
 import { type ProbeModelsRequest, probeModels } from '../application/models/probe-models.ts';
 import { systemClock } from '../infrastructure/clock.ts';
-import { FileModelCards } from '../infrastructure/runlog/model-card-files.ts';
 import { writeProbeReport } from '../infrastructure/runlog/probe-report.ts';
 import type { Fabric } from './fabric.ts';
 
-/** Where a fabric keeps its model cards: under its runs directory. */
+/** Where a fabric keeps its model cards: under its runs directory, and in its control plane. */
 export function modelCardStore(fabric: Fabric): ModelCardStore {
-  return new FileModelCards(fabric.config.runs_dir);
+  return fabric.modelCards();
 }
 
 /** Probes the named models (or every local chat model) and keeps their cards. */

@@ -41,6 +41,8 @@ export interface FakeModel {
    */
   parser?: string;
   renderer?: string;
+  /** Ollama's `digest` of the model file (default: a hash of the id); change it to imitate a new pull. */
+  digest?: string;
 }
 
 /** One load of a model: through the REST API, or JIT on a chat request. */

@@ -1,6 +1,6 @@
 /** How backends and their models are shown as JSON, the same by the CLI and the HTTP API. */
 import { type BackendProbe, type CatalogModel, isHosted } from '../ports.ts';
-import { type ModelCard, cardFor, cardSummary } from './model-card.ts';
+import { type ModelCard, cardFor, cardSummary, staleness } from './model-card.ts';
 import { isCandidate } from './resolve-model.ts';
 import { runProfileFor } from './run-profile.ts';
 import type { ModelProfile } from '../../config/schema.ts';
@@ -46,7 +46,7 @@ export function backendModelsView(
       parallel: model.parallel ?? null,
       profile: profileView(model, profiles),
       chosen: isChosen(model),
-      card: cardView(cardFor(cards, model)),
+      card: cardView(cardFor(cards, model), model),
     })),
   };
 }
@@ -82,11 +82,13 @@ export function backendHealthView(probe: BackendProbe) {
 }
 
 /** A model card as the CLI's JSON and `GET /v1/models` show it: without the raw exchanges. */
-export function cardView(card: ModelCard | undefined) {
+export function cardView(card: ModelCard | undefined, now?: CatalogModel) {
   if (card === undefined) return null;
   return {
     ...card,
     summary: cardSummary(card),
+    /** Why the card no longer describes the listed model, or null. */
+    stale: staleness(card, now),
     probes: card.probes.map(({ exchanges: _, ...probe }) => probe),
   };
 }

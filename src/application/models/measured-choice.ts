@@ -5,7 +5,7 @@
  * applies and SPEC §5's rule stands.
  */
 import type { CatalogModel } from '../ports.ts';
-import { type ModelCard, cardFor } from './model-card.ts';
+import { type ModelCard, cardFor, staleness } from './model-card.ts';
 
 /** What resolution knows of measurements: the cards, and the specialist the model is for. */
 export interface Measurements {
@@ -62,6 +62,16 @@ function ability(measured: Measured): number {
 }
 
 function reasonFor(measured: Measured, specialist: string | undefined): string {
+  const stale = staleness(measured.card, measured.model);
+  const said = measuredReason(measured, specialist);
+  // A stale card still counts (the same model, most likely, re-pulled or served by a newer build)
+  // but the reason says so, and how to measure it again.
+  return stale === null
+    ? said
+    : `${said} (card ${stale}; \`fabric models probe ${measured.model.id}\` measures it again)`;
+}
+
+function measuredReason(measured: Measured, specialist: string | undefined): string {
   const { model, card, battery } = measured;
   const where = `${model.backend} ${model.baseUrl}`;
   if (battery !== undefined)

@@ -2,6 +2,7 @@
  * A model card (SPEC §20): what the probe suite measured of one model on one server, and what
  * batteries measured of it per specialist. Pure data and the rules that read it.
  */
+import type { CatalogModel } from '../ports.ts';
 
 /** How a probe ended: its check passed or failed, the server refused, it ran out of time, or it was not run. */
 export type ProbeOutcome = 'pass' | 'fail' | 'error' | 'timeout' | 'skipped';
@@ -51,6 +52,8 @@ export interface ModelCard {
   readonly baseUrl: string;
   /** The server's version or build, when it says. */
   readonly serverVersion: string | null;
+  /** The model file as the server identified it when probed (Ollama's digest); absent on older cards. */
+  readonly modelFile?: string | null;
   readonly quantisation: string | null;
   /** When the suite ran (ISO 8601). */
   readonly probedAt: string;
@@ -100,4 +103,40 @@ export function cardFor(
   return cards.find(
     (card) => card.model === model.id && card.backend === model.backend && card.baseUrl === model.baseUrl,
   );
+}
+
+/** A control store that also keeps model cards (`control.model_cards`; an optional capability). */
+export interface ModelCardRows {
+  saveModelCard(card: ModelCard): Promise<void>;
+  modelCards(): Promise<ModelCard[]>;
+}
+
+/** Whether a control store keeps model cards. */
+export function isModelCardRows(store: unknown): store is ModelCardRows {
+  const rows = store as Partial<ModelCardRows> | null;
+  return typeof rows?.saveModelCard === 'function' && typeof rows.modelCards === 'function';
+}
+
+/**
+ * Why a card no longer describes the model its server lists now, or null (SPEC §20: a card older
+ * than the server's current model file or version is stale). Only what both sides know is
+ * compared: the model file (Ollama's digest, which a new pull changes), the quantisation, and the
+ * server's version.
+ */
+export function staleness(card: ModelCard, now: CatalogModel | undefined): string | null {
+  if (now === undefined) return null;
+  const changes: string[] = [];
+  const changed = (before: string | null | undefined, after: string | undefined) =>
+    before !== null && before !== undefined && after !== undefined && before !== after;
+  if (changed(card.modelFile, now.fileId))
+    changes.push(`the model file changed (${short(card.modelFile)} → ${short(now.fileId)})`);
+  if (changed(card.quantisation, now.quantisation))
+    changes.push(`the quantisation changed (${card.quantisation} → ${now.quantisation})`);
+  if (changed(card.serverVersion, now.serverVersion))
+    changes.push(`the server changed (${card.serverVersion} → ${now.serverVersion})`);
+  return changes.length === 0 ? null : `stale: ${changes.join(', ')} since it was probed`;
+}
+
+function short(id: string | null | undefined): string {
+  return (id ?? '?').replace(/^sha256:/, '').slice(0, 12);
 }

@@ -32,8 +32,6 @@ import {
 export interface ProbeTarget {
   readonly model: CatalogModel;
   readonly client: ChatClient;
-  readonly serverVersion?: string | null;
-  readonly quantisation?: string | null;
 }
 
 export interface ProbeLimits {
@@ -327,8 +325,9 @@ export async function runProbeSuite(
     model: model.id,
     backend: model.backend,
     baseUrl: model.baseUrl,
-    serverVersion: target.serverVersion ?? null,
-    quantisation: target.quantisation ?? null,
+    serverVersion: model.serverVersion ?? null,
+    quantisation: model.quantisation ?? null,
+    modelFile: model.fileId ?? null,
     probedAt: options.clock.now().toISOString(),
     tools: toolAbility(results, seen),
     dialect: seen.find((call) => call.via === 'dialect')?.dialect ?? null,

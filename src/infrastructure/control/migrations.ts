@@ -210,6 +210,21 @@ export const MIGRATIONS: readonly Migration[] = [
       'create index runs_lease_expires_idx on control.runs (lease_expires) where lease_expires is not null',
     ],
   },
+  {
+    version: 13,
+    name: 'model_cards: what the probe suite and batteries measured of each model on each server (SPEC §20)',
+    statements: [
+      `create table control.model_cards (
+        backend text not null,
+        base_url text not null,
+        model text not null,
+        probed_at timestamptz not null,
+        card jsonb not null,
+        updated_at timestamptz not null default now(),
+        primary key (backend, base_url, model)
+      )`,
+    ],
+  },
 ];
 
 /** The schema version this code expects. */

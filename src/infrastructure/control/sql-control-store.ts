@@ -16,11 +16,13 @@ import type { BatteryRow, BatterySink } from '../../application/battery/battery-
 import type { CellResult } from '../../application/battery/battery-types.ts';
 import type { DaemonTaskSink } from '../../application/daemon/daemon-ports.ts';
 import type { DaemonTaskRecord } from '../../application/daemon/daemon-state.ts';
+import type { ModelCard, ModelCardRows } from '../../application/models/model-card.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import { queryBattery, queryBatteryCells, upsertBattery, upsertBatteryCell } from './battery-rows.ts';
 import { queryDaemonTasks, upsertDaemonTask } from './daemon-tasks.ts';
 import { queryCallTotals, queryHealth, queryInsights, queryUsage } from './export-queries.ts';
 import { markInterrupted } from './mark-interrupted.ts';
+import { queryModelCards, upsertModelCard } from './model-card-rows.ts';
 import { applyMigrations } from './migrations.ts';
 import { queryMirroredRuns, queryModelCalls, queryRun, queryRunEvents, queryRuns } from './run-queries.ts';
 import type { SqlExecutor } from './sql-executor.ts';
@@ -32,7 +34,7 @@ const MAX_FENCES = 10_000;
  * The control store over any `SqlExecutor`. The Postgres and PGlite adapters differ only in
  * the executor they hand it, which is what keeps their SQL identical.
  */
-export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySink {
+export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySink, ModelCardRows {
   readonly kind: 'postgres' | 'pglite';
   readonly location: string;
   readonly #db: SqlExecutor;
@@ -94,6 +96,16 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
   /** A battery's rows of `control.battery_cells`. */
   batteryCells(id: string): Promise<Record<string, unknown>[]> {
     return queryBatteryCells(this.#db, id);
+  }
+
+  /** `control.model_cards` (SPEC §20): a card's row, unless a newer probe's is there. */
+  saveModelCard(card: ModelCard): Promise<void> {
+    return this.#afterMigrating(() => upsertModelCard(this.#db, card));
+  }
+
+  /** Every row of `control.model_cards`. */
+  modelCards(): Promise<ModelCard[]> {
+    return this.#afterMigrating(() => queryModelCards(this.#db));
   }
 
   write(batch: ControlBatch): Promise<ControlWriteCounts> {

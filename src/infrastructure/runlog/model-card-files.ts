@@ -5,7 +5,13 @@
  */
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ModelCard, type ModelCardStore, cardKey } from '../../application/models/model-card.ts';
+import {
+  type ModelCard,
+  type ModelCardStore,
+  cardKey,
+  isModelCardRows,
+} from '../../application/models/model-card.ts';
+import { SharedModelCards } from '../../application/models/shared-cards.ts';
 
 /** A card's key as a file name: server URLs and model ids hold `/` and `:`. */
 export function cardFileName(card: Pick<ModelCard, 'model' | 'backend' | 'baseUrl'>): string {
@@ -47,4 +53,22 @@ export class FileModelCards implements ModelCardStore {
     }
     return cards;
   }
+}
+
+/**
+ * The cards of a runs directory, shared through the control plane when `control` opens one that
+ * keeps cards (SPEC §20): the store every reader and writer of cards uses.
+ */
+export function modelCardsIn(
+  runsDir: string,
+  control: () => Promise<unknown>,
+  onDegraded?: (message: string) => void,
+): ModelCardStore {
+  return new SharedModelCards(new FileModelCards(runsDir), {
+    shared: async () => {
+      const store = await control();
+      return isModelCardRows(store) ? store : null;
+    },
+    ...(onDegraded === undefined ? {} : { onDegraded }),
+  });
 }

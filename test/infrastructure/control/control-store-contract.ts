@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { isBatterySink } from '../../../src/application/battery/battery-ports.ts';
 import type { CellResult } from '../../../src/application/battery/battery-types.ts';
 import type { ControlStore } from '../../../src/application/control/control-ports.ts';
+import { type ModelCard, isModelCardRows } from '../../../src/application/models/model-card.ts';
 import type { ProcessLiveness } from '../../../src/application/runs/liveness-ports.ts';
 import type { RunEvent, RunEventInput } from '../../../src/domain/run-events.ts';
 import { ControlMirror } from '../../../src/infrastructure/control/control-mirror.ts';
@@ -683,6 +684,51 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
         });
         expect(cells[1]).toMatchObject({ model: 'lab/ghost-1b', status: 'not_run', run_id: null });
         expect(await store.battery('bat-none')).toBeNull();
+      });
+    });
+
+    it('keeps one model card per model and server, never an older probe over a newer one', async () => {
+      await withStore(harness(), async (store) => {
+        expect(isModelCardRows(store)).toBe(true);
+        if (!isModelCardRows(store)) return;
+        const model = `contract-${Math.random().toString(36).slice(2, 8)}:7b`;
+        const card: ModelCard = {
+          model,
+          backend: 'ollama',
+          baseUrl: 'http://gpu-box:11434',
+          serverVersion: '0.12.6',
+          quantisation: 'Q4_K_M',
+          probedAt: '2034-02-01T10:00:00.000Z',
+          tools: 'native',
+          dialect: null,
+          score: 1,
+          probes: [
+            {
+              id: 'native_call',
+              outcome: 'pass',
+              detail: 'one native call\u0000',
+              figures: { ttft_ms: 12 },
+              exchanges: [{ request: { messages: [] }, reply: { content: 'x' } }],
+            },
+          ],
+          tokens: { prompt: 100, completion: 20 },
+          battery: {},
+        };
+        await store.saveModelCard(card);
+        await store.saveModelCard({ ...card, probedAt: '2034-01-01T10:00:00.000Z', score: 0 });
+        const mine = () => store.modelCards().then((cards) => cards.filter((c) => c.model === model));
+        expect(await mine()).toEqual([
+          {
+            ...card,
+            probes: [{ ...card.probes[0], detail: 'one native call\uFFFD', exchanges: [] }],
+          },
+        ]);
+        const marked = {
+          ...card,
+          battery: { rust: { passRate: 0.5, runs: 4, at: '2034-02-02T10:00:00.000Z' } },
+        };
+        await store.saveModelCard(marked);
+        expect((await mine())[0]?.battery).toEqual(marked.battery);
       });
     });
 

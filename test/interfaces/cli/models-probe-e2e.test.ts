@@ -5,6 +5,7 @@ import type { ModelCard } from '../../../src/application/models/model-card.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { startFakeKeyed } from '../../support/fake-llm-compat.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import type { FakeModel } from '../../support/fake-llm-types.ts';
 import { closedPortUrl } from '../../infrastructure/llm/llm-test-kit.ts';
 
 /**
@@ -147,6 +148,56 @@ describe('fabric models probe', () => {
     expect(text).toContain('Incorrect API key provided');
     for (const file of files) expect(await readFile(join(report, file), 'utf8')).not.toContain(key);
     expect(hosted.chatRequests().length).toBeGreaterThan(0);
+  });
+
+  it('a card whose model file changed since the probe is flagged stale everywhere, and resolution says so', async () => {
+    const big: FakeModel = {
+      id: 'big:32b',
+      toolUse: true,
+      behaviour: 'native',
+      paramSize: '32B',
+      contextLength: 8192,
+    };
+    const ollama = await startFakeLlmServer({ flavor: 'ollama', ollamaVersion: '0.12.6', models: [big] });
+    servers.push(ollama);
+    sandbox = await makeSandbox();
+    const env = { ...testEnv(sandbox, await closedPortUrl()), OLLAMA_HOST: ollama.url };
+    const fabric = (args: string[]) =>
+      spawnFabric([...args, '--config', sandbox?.configPath ?? ''], { env, cwd: sandbox?.dir ?? '' });
+    const listed = async () => {
+      const json = JSON.parse(String((await fabric(['models', '--json'])).stdout)) as {
+        chosen: { reason: string };
+        backends: { models: { card: { stale: string | null; modelFile: string } }[] }[];
+      };
+      return { chosen: json.chosen, card: json.backends.flatMap((backend) => backend.models)[0]?.card };
+    };
+
+    expect((await fabric(['models', 'probe', '--timeout', '5'])).exitCode).toBe(0);
+    const fresh = await listed();
+    const card = fresh.card;
+    expect(card).toMatchObject({ stale: null, quantisation: 'Q4_K_M', serverVersion: '0.12.6' });
+    expect(card?.modelFile).toMatch(/^[0-9a-f]{64}$/);
+    expect(fresh.chosen.reason).not.toContain('stale');
+    expect((await fabric(['models'])).stdout).not.toContain('(stale)');
+
+    // `ollama pull big:32b` brought a new file.
+    big.digest = 'feedface'.repeat(8);
+    const after = await listed();
+    expect(after.card?.stale).toBe(
+      `stale: the model file changed (${card?.modelFile.slice(0, 12)} → feedfacefeed) since it was probed`,
+    );
+    // Still the measured best (the same model, most likely), but said to be stale, with the fix.
+    expect(after.chosen.reason).toMatch(
+      /^measured best: big:32b, probe score 1 .*\(card stale: the model file changed .*; `fabric models probe big:32b` measures it again\)$/,
+    );
+    expect((await fabric(['models'])).stdout).toMatch(/big:32b .* card native 6\/6 \S+ \(stale\)/);
+    const shown = await fabric(['models', 'show', 'big:32b']);
+    expect(shown.stdout).toContain('stale: the model file changed');
+    expect(shown.stdout).toContain('`fabric models probe big:32b` measures it again');
+
+    // Probing again measures the new file: the card is fresh.
+    expect((await fabric(['models', 'probe', '--timeout', '5'])).exitCode).toBe(0);
+    expect((await listed()).card?.stale).toBeNull();
   });
 
   it('a run without --model then picks the measured best where it used to pick the smallest; --model is still obeyed', async () => {

@@ -48,6 +48,7 @@ export function parseV1Models(body: unknown, baseUrl: string): CatalogModel[] | 
         // The usable window is the loaded one, not the trained maximum (goose#8399).
         contextLength: numberField(asRecord(instances[0]?.config), 'context_length'),
         maxContextLength: numberField(entry, 'max_context_length'),
+        quantisation: stringField(asRecord(entry.quantization), 'name'),
       }),
     ];
   });
@@ -81,6 +82,7 @@ export function parseV0Models(body: unknown, baseUrl: string): CatalogModel[] | 
         paramsB: undefined,
         contextLength: numberField(entry, 'loaded_context_length'),
         maxContextLength: numberField(entry, 'max_context_length'),
+        quantisation: stringField(entry, 'quantization'),
       }),
     ];
   });

@@ -18,6 +18,10 @@ export interface OllamaModelFacts {
    */
   readonly parser?: string | undefined;
   readonly renderer?: string | undefined;
+  /** The model file's digest (`/api/tags`), which a new pull changes. */
+  readonly digest?: string | undefined;
+  /** `details.quantization_level`, e.g. `Q4_K_M`. */
+  readonly quantisation?: string | undefined;
 }
 
 /** A running model from `/api/ps`. */
@@ -45,6 +49,8 @@ export function parseTags(body: unknown): OllamaModelFacts[] | undefined {
           ? capabilities.filter((c) => typeof c === 'string')
           : undefined,
         trainedContext: numberField(details, 'context_length'),
+        digest: stringField(entry, 'digest'),
+        quantisation: stringField(details, 'quantization_level'),
       },
     ];
   });
@@ -117,6 +123,9 @@ export function toCatalogModel(
     thinking: caps === undefined ? undefined : caps.includes('thinking'),
     ...(version === undefined ? {} : { server: `Ollama ${version}` }),
     ...(parser === undefined ? {} : { toolParser: parser }),
+    fileId: facts.digest,
+    quantisation: facts.quantisation,
+    serverVersion: version,
   };
 }
 

@@ -54,7 +54,23 @@ export async function modelsProbeCommand(argv: readonly string[], io: CliIo): Pr
     maxOutputTokens: positive('--max-tokens', values['max-tokens'], DEFAULT_PROBE_LIMITS.maxOutputTokens),
   };
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
+  // Cards go to the runs directory and to the control plane (Postgres, or the embedded database
+  // unless another process holds it).
+  const fabric = new Fabric(config, { onDegraded: (message) => io.stderr.write(`${message}\n`) });
+  try {
+    return await probeAndReport(fabric, positionals, values, limits, io);
+  } finally {
+    await fabric.close();
+  }
+}
+
+async function probeAndReport(
+  fabric: Fabric,
+  positionals: readonly string[],
+  values: { readonly json?: boolean | undefined; readonly report?: string | undefined },
+  limits: ProbeLimits,
+  io: CliIo,
+): Promise<number> {
   const names = positionals.map((name) => fabric.expandModelAlias(name));
   const style = styleFor(io.stderr, io.env);
   const cards = await probeFabricModels(fabric, {

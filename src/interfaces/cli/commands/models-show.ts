@@ -1,4 +1,5 @@
-import { type ModelCard, cardSummary } from '../../../application/models/model-card.ts';
+import { type ModelCard, cardFor, cardSummary, staleness } from '../../../application/models/model-card.ts';
+import type { BackendProbe } from '../../../application/ports.ts';
 import { sameModel } from '../../../application/models/resolve-model.ts';
 import { Fabric } from '../../../composition/fabric.ts';
 import { modelCardStore } from '../../../composition/model-cards.ts';
@@ -11,10 +12,12 @@ import { styleFor } from '../style.ts';
 export const MODELS_SHOW_HELP = `Usage: fabric models show MODEL [options]
 
 Prints the model card of MODEL (an id or an alias from llm.models) on each server it was probed
-on: when, each probe's outcome and figures, and the battery pass rates per specialist.
+on: when, each probe's outcome and figures, and the battery pass rates per specialist. A card
+whose model changed on its server since (a new model file, quantisation or server version) is
+marked stale: \`fabric models probe MODEL\` measures it again.
 
 Options:
-      --json              print { cards } as one JSON object on stdout
+      --json              print { cards } as one JSON object on stdout (each with \`stale\`: why, or null)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
   -h, --help              show this help
 
@@ -37,26 +40,49 @@ export async function modelsShowCommand(argv: readonly string[], io: CliIo): Pro
     throw new FabricError('usage', 'fabric models show takes one MODEL, e.g. `fabric models show qwen3:8b`.');
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
+  // One-shot: the cards come from the runs directory and a Postgres control plane, if configured.
+  const fabric = new Fabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(`${message}\n`),
+  });
   const id = fabric.expandModelAlias(name);
-  const cards = (await modelCardStore(fabric).list()).filter((card) => sameModel(card.model, id));
-  if (cards.length === 0) {
+  const [cards, probes] = await Promise.all([
+    modelCardStore(fabric)
+      .list()
+      .finally(() => fabric.close()),
+    fabric.catalog.probe(io.signal),
+  ]);
+  const staleOf = (card: ModelCard) => staleness(card, listedNow(probes, card));
+  const mine = cards.filter((card) => sameModel(card.model, id));
+  if (mine.length === 0) {
     throw new FabricError(
       'model_not_found',
       `No model card for "${name}": it was never probed here. \`fabric models probe ${name}\` measures it.`,
     );
   }
   if (values.json) {
-    io.stdout.write(`${JSON.stringify({ cards })}\n`);
+    io.stdout.write(
+      `${JSON.stringify({ cards: mine.map((card) => ({ ...card, stale: staleOf(card) })) })}\n`,
+    );
     return EXIT.ok;
   }
-  for (const card of cards) writeCard(io, card);
+  for (const card of mine) writeCard(io, card, staleOf(card));
   return EXIT.ok;
 }
 
-function writeCard(io: CliIo, card: ModelCard): void {
+/** The model as its server lists it now, when the server answered. */
+function listedNow(probes: readonly BackendProbe[], card: ModelCard) {
+  const models = probes.filter((probe) => probe.ok).flatMap((probe) => probe.models);
+  return models.find((model) => cardFor([card], model) !== undefined);
+}
+
+function writeCard(io: CliIo, card: ModelCard, stale: string | null): void {
   const style = styleFor(io.stdout, io.env);
   io.stdout.write(`${style.bold(card.model)} on ${card.backend} ${card.baseUrl}\n`);
+  if (stale !== null)
+    io.stdout.write(
+      `  ${style.yellow(`${stale}`)}; \`fabric models probe ${card.model}\` measures it again\n`,
+    );
   io.stdout.write(`  probed ${card.probedAt}  ${cardSummary(card)}  score ${card.score}\n`);
   io.stdout.write(
     `  tool calls: ${card.tools}${card.dialect === null ? '' : ` (text dialect ${card.dialect})`}  tokens ${card.tokens.prompt} read, ${card.tokens.completion} generated\n`,

@@ -6,7 +6,7 @@ import { backendModelsView, profileView } from '../../../application/models/back
 import type { ModelProfile } from '../../../config/schema.ts';
 import { Fabric } from '../../../composition/fabric.ts';
 import { modelCardStore } from '../../../composition/model-cards.ts';
-import { type ModelCard, cardFor, cardSummary } from '../../../application/models/model-card.ts';
+import { type ModelCard, cardFor, cardSummary, staleness } from '../../../application/models/model-card.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { styleFor } from '../style.ts';
@@ -52,9 +52,17 @@ export async function modelsCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.ok;
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const fabric = new Fabric(config);
-  const probes = await fabric.catalog.probe(io.signal);
-  const cards = await modelCardStore(fabric).list();
+  // One-shot: the cards come from the runs directory and a Postgres control plane, if configured.
+  const fabric = new Fabric(config, {
+    lifetime: 'one_shot',
+    onDegraded: (message) => io.stderr.write(`${message}\n`),
+  });
+  const [probes, cards] = await Promise.all([
+    fabric.catalog.probe(io.signal),
+    modelCardStore(fabric)
+      .list()
+      .finally(() => fabric.close()),
+  ]);
   let choice: ModelChoice | undefined;
   let failure: FabricError | undefined;
   try {
@@ -126,7 +134,7 @@ function writeText(
     for (const model of probe.models) {
       const mark = isChosen(model, choice) ? style.green('*') : ' ';
       io.stdout.write(
-        `  ${mark} ${model.id.padEnd(width)}  ${describe(model)}  ${cardColumn(cardFor(cards, model))}  ${profileLine(model, profiles)}\n`,
+        `  ${mark} ${model.id.padEnd(width)}  ${describe(model)}  ${cardColumn(cardFor(cards, model), model)}  ${profileLine(model, profiles)}\n`,
       );
     }
     io.stdout.write('\n');
@@ -149,9 +157,10 @@ function writeText(
   }
 }
 
-/** The card column: how the model calls tools, probes passed, and when, or `card -` (never probed). */
-function cardColumn(card: ModelCard | undefined): string {
-  return card === undefined ? 'card -' : `card ${cardSummary(card)}`;
+/** The card column: how the model calls tools, probes passed, and when, or `card -` (never probed); `(stale)` when the model changed since. */
+function cardColumn(card: ModelCard | undefined, model: CatalogModel): string {
+  if (card === undefined) return 'card -';
+  return `card ${cardSummary(card)}${staleness(card, model) === null ? '' : ' (stale)'}`;
 }
 
 function describe(model: CatalogModel): string {
