@@ -6,7 +6,12 @@
  * half of it, else the least recently used one, and leaves its own there); the best possible reuses all of its run's previous request. The simulated makespan runs
  * the same replay through a GPU: uncached prefill at 1,000 tokens/s, 20 generated tokens a turn at
  * 40 tokens/s, 4 characters a token, a request starting once its slot and its run's previous
- * request are done (tools take no time).
+ * request are done (tools take no time). The fake prefills for real at SPEEDUP times that speed
+ * and reports each prefill in llama-server's `timings`, so the pool sizes its holds from the
+ * server's figures, not from this machine's clock: the figures do not move with its load.
+ * Scheduler off (the baseline): the server does not say how many requests it serves at once (LM
+ * Studio's v0 API), so the fabric sends every request at once and the server takes them in turn,
+ * as it did before the slot scheduler.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,6 +23,12 @@ import { CONVERT_TURN, FINISH_TURN, MODEL_ID, TASK } from './support/units-scrip
 const STEPS = 20;
 const PREFILL_PER_S = 1000;
 const TURN_S = 20 / 40;
+/**
+ * How much faster the fake prefills than the simulated GPU: fast enough for a quick bench, slow
+ * enough that a hold (a cold prefill, ≥ 250 tokens: ≥ 50 ms) outlasts the fabric's own time
+ * between a run's requests even on a loaded machine.
+ */
+const SPEEDUP = 5;
 
 /** The prompt a server's template would see: the tools first, then the messages. */
 function rendered(body: unknown): string {
@@ -98,14 +109,15 @@ export function replaySlots(bodies: readonly unknown[], slots: number): SlotShar
 }
 
 /** `runs` runs at once on one server whose model serves `slots` requests at once. */
-export async function measureSlots(runs: number, slots: number): Promise<SlotShare> {
+export async function measureSlots(runs: number, slots: number, scheduler = true): Promise<SlotShare> {
   const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-slots-'));
   const server = await startFakeLlmServer({
     flavor: 'lm_studio',
-    lmStudioV1Api: true,
+    lmStudioV1Api: scheduler,
     models: [{ id: MODEL_ID, toolUse: true, loaded: true, parallel: slots }],
-    // A GPU's prefill, 200 times the simulated speed: what the pool measures to size its holds.
-    prefillTokensPerSecond: PREFILL_PER_S * 200,
+    // A GPU's prefill, reported as llama-server does: what the pool sizes its holds from.
+    prefillTokensPerSecond: PREFILL_PER_S * SPEEDUP,
+    prefillTimings: true,
     // One step short of the steps, so each run's last request is the finish-only final turn.
     respond: ({ tools }) => (tools.length === 1 && tools[0] === 'finish_task' ? FINISH_TURN : CONVERT_TURN),
   });

@@ -46,6 +46,12 @@ export interface Usage {
   readonly totalTokens: number;
   /** Prompt tokens the server's prompt cache served, when it says (llama-server `timings.cache_n`). */
   readonly cachedTokens?: number | undefined;
+  /**
+   * The prompt tokens the server evaluated and the ms it says that took, when it says
+   * (llama-server `timings.prompt_n` / `prompt_ms`): its prefill speed, free of the network and
+   * of this machine's load.
+   */
+  readonly prefill?: { readonly tokens: number; readonly ms: number } | undefined;
 }
 
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

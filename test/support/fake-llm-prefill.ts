@@ -5,14 +5,23 @@
  * last prompt the server saw, the rest is prefilled at `tokensPerSecond` (4 characters a token).
  */
 export interface PrefillClock {
-  /** Milliseconds the request's uncached part takes; the request then becomes the cached prompt. */
-  delayMs(body: unknown): number;
+  /** The request's prefill; the request then becomes the cached prompt. */
+  take(body: unknown): Prefilled;
+}
+
+/** One request's simulated prefill. */
+export interface Prefilled {
+  /** Milliseconds the uncached part takes. */
+  readonly ms: number;
+  /** Prompt tokens served from the cached prompt, and those evaluated. */
+  readonly cached: number;
+  readonly evaluated: number;
 }
 
 export function prefillClock(tokensPerSecond: number): PrefillClock {
   let cached = '';
   return {
-    delayMs(body) {
+    take(body) {
       const { tools, messages } = (typeof body === 'object' && body !== null ? body : {}) as {
         tools?: unknown;
         messages?: unknown;
@@ -22,7 +31,22 @@ export function prefillClock(tokensPerSecond: number): PrefillClock {
       let shared = 0;
       while (shared < n && cached.charCodeAt(shared) === text.charCodeAt(shared)) shared += 1;
       cached = text;
-      return ((text.length - shared) / 4 / tokensPerSecond) * 1000;
+      const evaluated = Math.ceil((text.length - shared) / 4);
+      return { ms: (evaluated / tokensPerSecond) * 1000, cached: Math.floor(shared / 4), evaluated };
     },
+  };
+}
+
+/**
+ * llama-server's `timings` for a prefill (tools/server: `result_timings`), as it puts them on a
+ * stream's last chunk: `cache_n` reused, `prompt_n` evaluated in `prompt_ms`.
+ */
+export function llamaTimings(prefill: Prefilled): Record<string, number> {
+  return {
+    cache_n: prefill.cached,
+    prompt_n: prefill.evaluated,
+    prompt_ms: prefill.ms,
+    prompt_per_token_ms: prefill.evaluated === 0 ? 0 : prefill.ms / prefill.evaluated,
+    prompt_per_second: prefill.ms === 0 ? 0 : (prefill.evaluated / prefill.ms) * 1000,
   };
 }

@@ -10,7 +10,7 @@ import {
 import { behave } from './fake-llm-behaviour.ts';
 import { findModel, jsonAnswer, loadedContextOf, ollamaRegistryName } from './fake-llm-models.ts';
 import { FakeModelLoads } from './fake-llm-loads.ts';
-import { prefillClock } from './fake-llm-prefill.ts';
+import { llamaTimings, type PrefillClock, type Prefilled, prefillClock } from './fake-llm-prefill.ts';
 import { ollamaNativeBody, ollamaNativeShapeError, ollamaNativeStream } from './fake-llm-ollama-chat.ts';
 import {
   defaultStyle,
@@ -117,6 +117,16 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
 
   const prefill =
     options.prefillTokensPerSecond === undefined ? undefined : prefillClock(options.prefillTokensPerSecond);
+  let prefilling: Promise<unknown> = Promise.resolve();
+  const prefillInTurn = (body: unknown, clock: PrefillClock): Promise<Prefilled> => {
+    const turn = prefilling.then(async () => {
+      const prefilled = clock.take(body);
+      await sleep(prefilled.ms);
+      return prefilled;
+    });
+    prefilling = turn;
+    return turn;
+  };
 
   const chat = async (api: ChatApi, body: unknown, rawBody: string): Promise<Answer> => {
     if (typeof body !== 'object' || body === null) {
@@ -163,7 +173,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       if (overflow !== undefined) return overflow;
       if (flavor === 'lm_studio') modelLoads.chat(model);
     }
-    if (prefill !== undefined) await sleep(prefill.delayMs(body));
+    // One slot: prefills run one at a time, in arrival order, as a server with one slot queues them.
+    const prefilled = prefill === undefined ? undefined : await prefillInTurn(body, prefill);
+    // The prefill as llama-server reports it, on the turn's last chunk (a scripted reply's own wins).
+    const timed = (turn: ScriptedTurn): ScriptedTurn =>
+      prefilled === undefined || options.prefillTimings !== true || !('reply' in turn)
+        ? turn
+        : { ...turn, reply: { timings: llamaTimings(prefilled), ...turn.reply } };
     // A behaving model answers from the request itself, before any responder or script.
     if (model?.behaviour !== undefined) {
       const stream = api === 'native' ? request.stream !== false : request.stream === true;
@@ -185,7 +201,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
     if (responded !== undefined) {
       const stream = api === 'native' ? request.stream !== false : request.stream === true;
       const usage = request.stream_options as { include_usage?: unknown } | undefined;
-      return renderTurn(api, responded, {
+      return renderTurn(api, timed(responded), {
         model: flavor === 'lm_studio' ? (model?.id ?? requested) : requested,
         stream,
         includeUsage: usage?.include_usage === true,
@@ -211,7 +227,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
       tools: (body as { tools?: unknown }).tools,
       parallelToolCalls: (body as { parallel_tool_calls?: unknown }).parallel_tool_calls,
     };
-    return renderTurn(api, turn, ctx);
+    return renderTurn(api, timed(turn), ctx);
   };
 
   /**

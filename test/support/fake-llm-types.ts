@@ -215,6 +215,11 @@ export interface FakeLlmServerOptions {
    * prompt does not share, at this many tokens a second (fake-llm-prefill.ts). Absent: no wait.
    */
   prefillTokensPerSecond?: number;
+  /**
+   * With `prefillTokensPerSecond`: each streamed answer reports its simulated prefill in
+   * llama-server's `timings` (cache_n, prompt_n, prompt_ms, prompt_per_second) on its last chunk.
+   */
+  prefillTimings?: boolean;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */

@@ -150,6 +150,7 @@ export class OpenAiChatClient implements ChatClient {
           completionTokens: usage.completion,
           totalTokens: usage.total,
           ...(result.cachedTokens === undefined ? {} : { cachedTokens: result.cachedTokens }),
+          ...(result.prefill === undefined ? {} : { prefill: result.prefill }),
         },
       };
     } finally {

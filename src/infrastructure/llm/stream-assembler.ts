@@ -26,8 +26,15 @@ export interface ChunkLike {
     readonly completion_tokens_details?: { readonly reasoning_tokens?: number } | null;
     readonly prompt_tokens_details?: { readonly cached_tokens?: number } | null;
   } | null;
-  /** llama-server's own counts, on its last chunk: `cache_n` prompt tokens reused, `prompt_n` evaluated. */
-  readonly timings?: { readonly cache_n?: number; readonly prompt_n?: number } | null;
+  /**
+   * llama-server's own counts, on its last chunk: `cache_n` prompt tokens reused, `prompt_n`
+   * evaluated in `prompt_ms` milliseconds.
+   */
+  readonly timings?: {
+    readonly cache_n?: number;
+    readonly prompt_n?: number;
+    readonly prompt_ms?: number;
+  } | null;
 }
 
 interface PartialCall {
@@ -50,6 +57,7 @@ export class StreamAssembler {
   #finishReason: string | null = null;
   #usage: { prompt: number; completion: number; total: number } | null = null;
   #cached: number | undefined;
+  #prefill: { tokens: number; ms: number } | undefined;
   readonly #newId: () => string;
 
   constructor(newId: () => string = () => nineAlnumId()) {
@@ -72,6 +80,9 @@ export class StreamAssembler {
     }
     // llama-server says what its prompt cache served in `timings` (cache_n), not in usage.
     if (typeof chunk.timings?.cache_n === 'number') this.#cached = chunk.timings.cache_n;
+    const { prompt_n: evaluated, prompt_ms: ms } = chunk.timings ?? {};
+    if (typeof evaluated === 'number' && typeof ms === 'number' && ms >= 0)
+      this.#prefill = { tokens: evaluated, ms };
     for (const choice of chunk.choices ?? []) {
       const delta = choice.delta;
       const field = delta?.reasoning_content || delta?.reasoning;
@@ -134,6 +145,8 @@ export class StreamAssembler {
     usage: { prompt: number; completion: number; total: number } | null;
     /** Prompt tokens the server's cache served (llama-server `timings.cache_n`, OpenAI `cached_tokens`). */
     cachedTokens: number | undefined;
+    /** The prompt tokens the server evaluated and its ms for them (llama-server `timings`). */
+    prefill: { tokens: number; ms: number } | undefined;
   } {
     const { content, reasoning } = this.#think.finish();
     const toolCalls = this.#calls
@@ -151,6 +164,7 @@ export class StreamAssembler {
       finishReason: this.#finishReason,
       usage: this.#usage,
       cachedTokens: this.#cached,
+      prefill: this.#prefill,
     };
   }
 }

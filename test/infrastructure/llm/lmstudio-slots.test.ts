@@ -23,6 +23,22 @@ async function oneSlotServer(): Promise<FakeLlmServer> {
   });
 }
 
+/**
+ * A one-slot server that answers at once but reports, as llama-server does in `timings`, a prefill
+ * of `tokensPerSecond` (prompt_n tokens in prompt_ms): its own figure, not this machine's clock.
+ */
+async function reportingServer(tokensPerSecond: number): Promise<FakeLlmServer> {
+  const timings = { cache_n: 0, prompt_n: 1000, prompt_ms: (1000 / tokensPerSecond) * 1000 };
+  const reported = (turn: ScriptedTurn): ScriptedTurn =>
+    'reply' in turn ? { reply: { ...turn.reply, timings } } : turn;
+  return fake({
+    flavor: 'lm_studio',
+    lmStudioV1Api: true,
+    models: [MODEL],
+    respond: ({ messages }) => reported(messages.some((m) => m.content.includes('finish')) ? DONE : READ),
+  });
+}
+
 async function chatOn(server: FakeLlmServer) {
   const lm = new LmStudioBackend({
     urls: [server.url],
@@ -76,5 +92,32 @@ describe('one slot shared by several runs', () => {
     expect(served(server).slice(0, 3)).toEqual(['a', 'b', 'a']);
     stop.abort();
     await c;
+  });
+
+  it("sizes a hold from the server's reported prefill speed, not from the time its answer took", async () => {
+    // The server answers at once, but says it prefills 10 tokens a second: a cold prefill of a's
+    // prompt (~600 tokens) costs about a minute, so a's slot is held for a while its tool runs.
+    const server = await reportingServer(10);
+    const chat = await chatOn(server);
+    await chat.complete(of('a', 'read', 2000));
+    const b = chat.complete(of('b', 'read'));
+    // a's tool takes a moment; timed from the answer (a few ms) the hold would be over by now.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await chat.complete(of('a', 'finish'));
+    await b;
+    expect(served(server)).toEqual(['a', 'a', 'b']);
+  });
+
+  it("holds a slot as long as the held run's own prompt would take to prefill again, however short the waiter's", async () => {
+    // 1,000 tokens a second: b's short prompt (~90 tokens) prefills in about 90 ms, a's (~25k
+    // tokens) in about 25 s. Handing the slot to b costs a all of it again, so a keeps it.
+    const server = await reportingServer(1000);
+    const chat = await chatOn(server);
+    await chat.complete(of('a', 'read', 100_000));
+    const b = chat.complete(of('b', 'read'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await chat.complete(of('a', 'finish'));
+    await b;
+    expect(served(server)).toEqual(['a', 'a', 'b']);
   });
 });

@@ -2,6 +2,7 @@ import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../.
 import { FabricError } from '../../../domain/errors.ts';
 import { OpenAiChatClient, type OpenAiChatClientOptions } from '../openai-chat-client.ts';
 import type { ServerPool } from './server-pool.ts';
+import type { Prefill } from './slot-scheduler.ts';
 
 /** What every LM Studio server's client shares. */
 export type LmStudioClientOptions = Omit<OpenAiChatClientOptions, 'backend' | 'baseUrl'>;
@@ -114,8 +115,12 @@ function promptTokens(request: ChatRequest): number {
   return Math.ceil(JSON.stringify({ tools: request.tools, messages: request.messages }).length / 4);
 }
 
-/** The turn's uncached prompt tokens (the server's `cache_n` where it says) and the ms before its first token. */
-function prefillOf(turn: ChatTurn, ms: number): { tokens: number; ms: number } {
+/**
+ * The turn's prefill: as the server reports it (llama-server `timings.prompt_n`/`prompt_ms`), else
+ * its uncached prompt tokens (the server's `cache_n` where it says) and the ms before its first token.
+ */
+function prefillOf(turn: ChatTurn, ms: number): Prefill {
+  if (turn.usage.prefill !== undefined) return { ...turn.usage.prefill, reported: true };
   return { tokens: turn.usage.promptTokens - (turn.usage.cachedTokens ?? 0), ms };
 }
 

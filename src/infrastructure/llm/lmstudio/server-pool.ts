@@ -1,7 +1,7 @@
 import type { BackendProbe } from '../../../application/ports.ts';
 import { sameModel } from '../../../application/models/resolve-model.ts';
 import type { HealthBook } from '../health-book.ts';
-import { SlotScheduler } from './slot-scheduler.ts';
+import { type Prefill, SlotScheduler } from './slot-scheduler.ts';
 
 interface ServerState {
   readonly url: string;
@@ -29,7 +29,7 @@ export interface SlotRequest {
 /** How a request ended: whether its run comes back, and its prefill when measured. */
 export interface SlotOutcome {
   readonly continues: boolean;
-  readonly prefill?: { tokens: number; ms: number } | undefined;
+  readonly prefill?: Prefill | undefined;
 }
 
 /**

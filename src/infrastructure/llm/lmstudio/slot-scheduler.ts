@@ -2,10 +2,13 @@
  * One model's slots on one server (issue 38). A slot keeps the prompt it last served; a request
  * from another run evicts it. So when a run's request ends and the run will come back (it asked
  * for tools), its slot is held for it while the tool runs: its next request takes the slot at
- * once and prefills only what is new. The hold lasts at most about what a cold prefill of the
- * first waiting request would cost (its prompt tokens at the server's measured prefill speed),
- * then the slot goes to that request. Waiting requests are served in their runs' start order, and
- * a slot is never held for a run against an earlier one (SPEC §10: earlier runs finish first).
+ * once and prefills only what is new. Handing the slot over costs the held run its whole prompt
+ * prefilled again when it comes back (the waiter's prefill is cold either way), so the hold lasts
+ * at most a cold prefill of the larger of the held run's prompt and the first waiter's, at the
+ * server's prefill speed: the speed the server reports (llama-server's `timings`) where it does,
+ * else the time to the first streamed event. Then the slot goes to the first waiter. Waiting
+ * requests are served in their runs' start order, and a slot is never held for a run against an
+ * earlier one (SPEC §10: earlier runs finish first).
  */
 
 /** A request asking for a slot. */
@@ -26,6 +29,8 @@ interface Waiter {
 
 interface Hold {
   readonly rank: number;
+  /** The held run's last prompt, in tokens: what handing the slot over makes it prefill again. */
+  readonly tokens: number;
   readonly since: number;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -34,6 +39,15 @@ interface Hold {
 const SAMPLES = 16;
 /** A shorter prompt's time to first token is mostly the request's own overhead, not prefill. */
 const MIN_SAMPLE_TOKENS = 256;
+/** A server's own prefill time is prefill alone, but a few tokens' worth is mostly rounding. */
+const MIN_REPORTED_TOKENS = 16;
+
+/** A request's prefill: its uncached prompt tokens and their ms; `reported`: the server's own figure. */
+export interface Prefill {
+  readonly tokens: number;
+  readonly ms: number;
+  readonly reported?: boolean | undefined;
+}
 
 export class SlotScheduler {
   #capacity: number;
@@ -41,8 +55,9 @@ export class SlotScheduler {
   #taken = 0;
   readonly #waiting: Waiter[] = [];
   readonly #holds = new Map<string, Hold>();
-  /** Recent prefill speeds, prompt tokens per ms. */
-  readonly #speeds: number[] = [];
+  /** Recent prefill speeds, prompt tokens per ms: the server's own figures, and timed ones. */
+  readonly #reported: number[] = [];
+  readonly #timed: number[] = [];
 
   constructor(capacity: number) {
     this.#capacity = capacity;
@@ -96,16 +111,20 @@ export class SlotScheduler {
 
   /**
    * Ends a request. `continues`: its run will send another (it asked for tools), so the slot is
-   * held for it. `prefill`: the request's uncached prompt tokens and the ms before its first token,
-   * when measured.
+   * held for it. `prefill`: the request's uncached prompt tokens and their ms, as the server
+   * reported them or as timed to the first streamed event.
    */
-  release(ticket: SlotTicket, continues: boolean, prefill?: { tokens: number; ms: number }): void {
-    if (prefill !== undefined && prefill.tokens >= MIN_SAMPLE_TOKENS && prefill.ms > 0) {
-      this.#speeds.push(prefill.tokens / prefill.ms);
-      if (this.#speeds.length > SAMPLES) this.#speeds.shift();
+  release(ticket: SlotTicket, continues: boolean, prefill?: Prefill): void {
+    if (prefill !== undefined && prefill.ms > 0) {
+      const samples = prefill.reported === true ? this.#reported : this.#timed;
+      if (prefill.tokens >= (prefill.reported === true ? MIN_REPORTED_TOKENS : MIN_SAMPLE_TOKENS)) {
+        samples.push(prefill.tokens / prefill.ms);
+        if (samples.length > SAMPLES) samples.shift();
+      }
     }
     if (continues && ticket.run !== undefined && !this.#holds.has(ticket.run)) {
-      this.#holds.set(ticket.run, { rank: ticket.rank, since: Date.now(), timer: undefined });
+      const hold = { rank: ticket.rank, tokens: ticket.tokens, since: Date.now(), timer: undefined };
+      this.#holds.set(ticket.run, hold);
       this.#review();
       return;
     }
@@ -128,7 +147,7 @@ export class SlotScheduler {
       clearTimeout(hold.timer);
       hold.timer = undefined;
       if (first === undefined) continue;
-      const deadline = hold.since + this.#coldPrefillMs(first.ticket.tokens);
+      const deadline = hold.since + this.#coldPrefillMs(Math.max(first.ticket.tokens, hold.tokens));
       if (first.ticket.rank < hold.rank || deadline <= Date.now()) {
         this.#handOver(run);
         this.#review();
@@ -154,11 +173,13 @@ export class SlotScheduler {
   }
 
   /**
-   * What serving `tokens` cold would cost, from the slowest recent prefill (a request that was
-   * mostly cached looks faster than the GPU is); 0 until a prefill was measured: no hold.
+   * What prefilling `tokens` cold would cost, from the slowest recent prefill (a timed request
+   * that was mostly cached looks faster than the GPU is), the server's own figures first (they
+   * do not move with this machine's load); 0 until a prefill was measured: no hold.
    */
   #coldPrefillMs(tokens: number): number {
-    if (this.#speeds.length === 0) return 0;
-    return tokens / Math.min(...this.#speeds);
+    const speeds = this.#reported.length > 0 ? this.#reported : this.#timed;
+    if (speeds.length === 0) return 0;
+    return tokens / Math.min(...speeds);
   }
 }
