@@ -210,6 +210,14 @@ export const MIGRATIONS: readonly Migration[] = [
       'create index runs_lease_expires_idx on control.runs (lease_expires) where lease_expires is not null',
     ],
   },
+  {
+    version: 11,
+    name: "runs: whether a dead worker's run may be resumed by another, and how often it was (issue 31)",
+    statements: [
+      'alter table control.runs add column resumable boolean not null default false',
+      'alter table control.runs add column resumes integer not null default 0',
+    ],
+  },
 ];
 
 /** The schema version this code expects. */
