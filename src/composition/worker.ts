@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import process from 'node:process';
-import { QueueWorker } from '../application/queue/queue-worker.ts';
+import { QueueWorker, logReaped } from '../application/queue/queue-worker.ts';
 import type { WorkerInfo, WorkerLog } from '../application/queue/queue-ports.ts';
 import { workerJobs } from '../application/queue/worker-jobs.ts';
 import { FabricError, errorMessage } from '../domain/errors.ts';
@@ -50,7 +50,13 @@ export async function composeQueueWorker(
   // Every write for a run is fenced on the lease the worker took it under (issue 26).
   const store = await fabric.controlStore();
   if (store === null) throw new FabricError('internal', 'The queue needs the control plane.');
-  const jobs = workerJobs({ runTask: (request) => fabric.run(request), cellJob, log });
+  const jobs = workerJobs({
+    runTask: (request) => fabric.run(request),
+    // Its lease expired: the process that ran it is gone or fenced out, on whichever host.
+    resumeTask: (request) => fabric.resume(request, { isOwnerAlive: () => false }),
+    cellJob,
+    log,
+  });
   const worker = new QueueWorker({
     queue: services.queue,
     registry: services.workers,
@@ -59,10 +65,11 @@ export async function composeQueueWorker(
     concurrency,
     heartbeatMs: fabric.config.worker.heartbeat_s * 1000,
     deadAfterMs: fabric.config.worker.dead_after_s * 1000,
+    maxResumes: fabric.config.worker.max_resumes,
     log,
     execute: (run, signal, lease) => {
       store.fence(lease.runId, lease.token);
-      return jobs(run, signal);
+      return jobs(run, signal, lease);
     },
   });
   return { identity, run: (signal) => worker.run(signal) };
@@ -76,21 +83,21 @@ export async function composeQueueWorker(
 export function startQueueReaper(fabric: Fabric, log: (line: string) => void): () => void {
   if (fabric.config.queue !== 'postgres') return () => {};
   const deadAfterMs = fabric.config.worker.dead_after_s * 1000;
+  const maxResumes = fabric.config.worker.max_resumes;
   let busy = false;
   let failing = false;
   const reap = async () => {
     try {
       const services = await fabric.runQueue();
-      const reaped = (await services?.workers.reapDeadWorkers(deadAfterMs)) ?? [];
+      const reaped = (await services?.workers.reapDeadWorkers(deadAfterMs, maxResumes)) ?? [];
       const orphans = (await services?.queue.requeueOrphans?.(deadAfterMs)) ?? [];
       if (orphans.length > 0)
-        log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
+        log(
+          `sent again ${plural(orphans.length, 'run')} waiting for a worker (taken by none, or handed on to be resumed): ${orphans.join(', ')}`,
+        );
       if (failing) log('the queue database answers again');
       failing = false;
-      if (reaped.length > 0)
-        log(
-          `marked ${plural(reaped.length, 'run')} whose lease expired interrupted: ${reaped.map((run) => run.runId).join(', ')}`,
-        );
+      logReaped(reaped, log);
     } catch (error) {
       if (!failing) log(`could not reap dead workers: ${errorMessage(error)}`);
       failing = true;

@@ -22,7 +22,12 @@ export interface FabricConfig extends Omit<ParsedConfig, 'llm'> {
   readonly source: string;
   /** Directory that relative paths in the file are resolved against. */
   readonly baseDir: string;
-  /** sha256 of the effective configuration, logged in `run_start`. */
+  /**
+   * sha256 of the effective configuration's parts that shape a run (the models, the loop, the
+   * specialists, the profiles, search), logged in `run_start`; where a process keeps its runs and
+   * reaches its databases, its API, queue, worker, telemetry and log settings are left out, so a
+   * run resumed by another process with the same config (a queue worker, SPEC §18) matches it.
+   */
   readonly digest: string;
 }
 
@@ -149,7 +154,8 @@ export async function buildConfig(
     ]),
   );
   const effective = { ...parsed, runs_dir: runsDir, specialists };
-  return { ...effective, source, baseDir, digest: await digestOf(effective) };
+  const { runs_dir, control, api, daemon, queue, worker, telemetry, log_format, ...shaping } = effective;
+  return { ...effective, source, baseDir, digest: await digestOf(shaping) };
 }
 
 /**

@@ -209,6 +209,11 @@ export const WorkerSchema = v.strictObject({
   archive_max_mib: v.optional(v.pipe(v.number(), v.minValue(0.001)), 64),
   /** A loopback listener serving the worker's Prometheus `/metrics` on this port; 0 (the default): none. */
   metrics_port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65_535)), 0),
+  /**
+   * How many times a run whose worker died (its lease expired) is handed to another worker, which
+   * resumes it from its runlog (SPEC §18); past it the run stays `interrupted`. 0: never.
+   */
+  max_resumes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 2),
 });
 
 /**

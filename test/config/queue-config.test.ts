@@ -35,7 +35,17 @@ describe('the queue setting', () => {
       concurrency: 1,
       archive_max_mib: 64,
       metrics_port: 0,
+      max_resumes: 2,
     });
+  });
+
+  it('takes worker.max_resumes as a count from 0, and refuses a fraction or a negative one', async () => {
+    expect((await load('worker: { max_resumes: 0 }\n')).worker.max_resumes).toBe(0);
+    for (const bad of ['-1', '1.5']) {
+      const error = await failure(`worker: { max_resumes: ${bad} }\n`);
+      expect(error.code).toBe('config_invalid');
+      expect(error.message).toMatch(/max_resumes/);
+    }
   });
 
   it('queues in Postgres when the file says so and a DSN names the server', async () => {

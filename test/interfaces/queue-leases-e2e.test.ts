@@ -94,7 +94,8 @@ describe('leases: runs of dead and cut-off workers end interrupted, and stay so'
     sandbox = await makeSandbox({
       control: { enabled: true },
       queue: 'postgres',
-      worker: { heartbeat_s: HEARTBEAT_S, dead_after_s: DEAD_AFTER_S },
+      // As before resumes (issue 31): a dead worker's run stays interrupted; queue-resume-e2e hands it on.
+      worker: { heartbeat_s: HEARTBEAT_S, dead_after_s: DEAD_AFTER_S, max_resumes: 0 },
       loop: { max_steps: 400, stuck_repeats: 1000 },
     });
     await mkdir(join(sandbox.dir, 'server'));

@@ -74,12 +74,6 @@ export interface RunQueue {
   close(): Promise<void>;
 }
 
-/** A run the reaper marked `interrupted`, with the queue job it came from (when known). */
-export interface ReapedRun {
-  readonly runId: string;
-  readonly jobId: string | null;
-}
-
 /** A worker as it reports itself. */
 export interface WorkerInfo {
   readonly id: string;
@@ -110,6 +104,19 @@ export interface RunLease {
   readonly runId: string;
   /** The fencing token (a bigint, as text). */
   readonly token: string;
+  /**
+   * How many times the run was handed on from a worker that died (its lease expired): above 0,
+   * the run is resumed from its runlog (SPEC §18), not started. Absent: 0.
+   */
+  readonly resumes?: number;
+}
+
+/** A run the reaper found with its lease expired: `resumed` went back to the queue to be resumed. */
+export interface ReapedRun {
+  readonly runId: string;
+  readonly jobId: string | null;
+  /** Sent back to the queue for another worker to resume (`worker.max_resumes`); else `interrupted`. */
+  readonly resumed: boolean;
 }
 
 /**
@@ -127,7 +134,13 @@ export interface WorkerRegistry {
    */
   recordTaken(
     runId: string,
-    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+    holder: {
+      readonly workerId: string;
+      readonly leaseMs: number;
+      readonly jobId: string;
+      /** Whether another worker may resume it should this one die (not a battery cell). */
+      readonly resumable: boolean;
+    },
   ): Promise<RunLease | null>;
   /**
    * The run could not start on the worker (no model, a pack that fails: `failed`), or was
@@ -135,7 +148,7 @@ export interface WorkerRegistry {
    */
   recordNotStarted(
     lease: RunLease,
-    status: 'failed' | 'cancelled',
+    status: 'failed' | 'cancelled' | 'interrupted',
     error: { readonly code: string; readonly message: string },
   ): Promise<void>;
   /**
@@ -157,10 +170,12 @@ export interface WorkerRegistry {
   aliveCount(): Promise<number>;
   /**
    * Workers silent for longer than `deadAfterMs` are `dead`; runs whose lease expired (their
-   * worker stopped renewing it, whatever its state) become `interrupted`. Returns those runs.
-   * Idempotent; any process may run it (the server, every worker).
+   * worker stopped renewing it, whatever its state) go back to `queued` to be resumed by another
+   * worker when they are resumable and were resumed fewer than `maxResumes` times (their job is
+   * then an orphan `RunQueue.requeueOrphans` sends again), else become `interrupted`. Returns
+   * those runs. Idempotent; any process may run it (the server, every worker).
    */
-  reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]>;
+  reapDeadWorkers(deadAfterMs: number, maxResumes: number): Promise<readonly ReapedRun[]>;
   requestCancel(runId: string): Promise<void>;
   /** Of these runs, the ones someone asked to cancel. */
   cancelRequested(runIds: readonly string[]): Promise<readonly string[]>;

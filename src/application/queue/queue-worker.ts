@@ -8,6 +8,7 @@ import { errorMessage } from '../../domain/errors.ts';
 import { runInterruption } from '../../domain/run-result.ts';
 import type {
   QueuedRun,
+  ReapedRun,
   RunLease,
   RunQueue,
   TakenRun,
@@ -19,7 +20,8 @@ import { plural } from '../../domain/words.ts';
 
 /**
  * Runs a queued run to its end under its lease; rejects when it could not start (nothing was
- * written). Every write for the run is to be fenced on `lease.token`.
+ * written). Every write for the run is to be fenced on `lease.token`. A lease with `resumes` above
+ * 0 is a run whose worker died: it is resumed from its runlog (SPEC §18), not started.
  */
 export type ExecuteQueuedRun = (run: QueuedRun, signal: AbortSignal, lease: RunLease) => Promise<void>;
 
@@ -34,6 +36,8 @@ export interface QueueWorkerOptions {
   readonly heartbeatMs: number;
   /** A lease lasts this long past its last renewal; a silent worker is dead after it too. */
   readonly deadAfterMs: number;
+  /** How many times a dead worker's run is handed on to be resumed (`worker.max_resumes`). */
+  readonly maxResumes: number;
   /** How often an idle worker looks for jobs. Default 250 ms. */
   readonly pollMs?: number;
   /** A monotonic clock in ms (default `performance.now`): when leases were last renewed. */
@@ -123,7 +127,14 @@ export class QueueWorker {
     running.done = (async () => {
       const lease = await this.#guard(
         'record a taken run',
-        () => registry.recordTaken(runId, { workerId: this.#id, leaseMs: deadAfterMs, jobId: job.jobId }),
+        () =>
+          registry.recordTaken(runId, {
+            workerId: this.#id,
+            leaseMs: deadAfterMs,
+            jobId: job.jobId,
+            // A battery cell runs in its own copy of the battery's workspace: not resumed elsewhere.
+            resumable: job.run.cell === undefined,
+          }),
         undefined,
       );
       if (lease === undefined) {
@@ -153,11 +164,25 @@ export class QueueWorker {
         });
         return;
       }
-      log(`run ${runId} started (${job.run.specialist})`, { run_id: runId });
+      const resumes = lease.resumes ?? 0;
+      const started =
+        resumes > 0
+          ? `resumed (${job.run.specialist}, resume ${resumes})`
+          : `started (${job.run.specialist})`;
+      log(`run ${runId} ${started}`, { run_id: runId });
       try {
         await execute(job.run, controller.signal, lease);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
+        if (resumes > 0) {
+          // What it did is in its runlog, out of this worker's reach or not to go on: it stays interrupted, with why.
+          log(`run ${runId} could not be resumed: ${errorMessage(error)}`, { run_id: runId });
+          await this.#notStarted(job, lease, 'interrupted', {
+            code: 'run_interrupted',
+            message: `Its worker stopped renewing its lease (died, or cut off from the database), and worker ${this.#id} could not resume it: ${errorMessage(error)}`,
+          });
+          return;
+        }
         log(`run ${runId} could not start: ${errorMessage(error)}`, { run_id: runId });
         await this.#notStarted(job, lease, 'failed', {
           code: typeof code === 'string' ? code : 'internal',
@@ -177,7 +202,7 @@ export class QueueWorker {
   async #notStarted(
     job: TakenRun,
     lease: RunLease,
-    status: 'failed' | 'cancelled',
+    status: 'failed' | 'cancelled' | 'interrupted',
     error: { code: string; message: string },
   ): Promise<void> {
     const { registry, queue } = this.#options;
@@ -220,7 +245,7 @@ export class QueueWorker {
 
   /** Heartbeat (registering anew if declared dead), leases, cancel requests, and expired leases. */
   async #beat(): Promise<void> {
-    const { registry, identity, specialists, concurrency, deadAfterMs, log } = this.#options;
+    const { registry, identity, specialists, concurrency, deadAfterMs, maxResumes, log } = this.#options;
     const runs = this.runs();
     const info = () => ({ ...identity, id: this.#id, specialists, concurrency, runs });
     const alive = await this.#guard('write the heartbeat', () => registry.heartbeat(info()), null);
@@ -242,20 +267,19 @@ export class QueueWorker {
         : await this.#guard('read cancel requests', () => registry.cancelRequested(runs), []);
     for (const runId of cancelled)
       this.#running.get(runId)?.controller.abort(new Error('cancelled through the HTTP API'));
-    const interrupted = await this.#guard(
+    const reaped = await this.#guard(
       'reap dead workers',
-      () => registry.reapDeadWorkers(deadAfterMs),
+      () => registry.reapDeadWorkers(deadAfterMs, maxResumes),
       [],
     );
-    if (interrupted.length > 0)
-      log(
-        `marked ${plural(interrupted.length, 'run')} whose lease expired interrupted: ${interrupted.map((run) => run.runId).join(', ')}`,
-      );
+    logReaped(reaped, log);
     const requeue = this.#options.queue.requeueOrphans?.bind(this.#options.queue);
     if (requeue === undefined) return;
     const orphans = await this.#guard('requeue orphaned jobs', () => requeue(deadAfterMs), []);
     if (orphans.length > 0)
-      log(`sent again ${plural(orphans.length, 'run')} taken by no worker: ${orphans.join(', ')}`);
+      log(
+        `sent again ${plural(orphans.length, 'run')} waiting for a worker (taken by none, or handed on to be resumed): ${orphans.join(', ')}`,
+      );
   }
 
   /** Renews the leases of the runs in progress; a run whose lease is gone is stopped at once. */
@@ -305,4 +329,18 @@ export class QueueWorker {
       return fallback;
     }
   }
+}
+
+/** Says what a reaper did with the runs whose lease expired (the worker's and the server's). */
+export function logReaped(reaped: readonly ReapedRun[], log: (line: string) => void): void {
+  const resumed = reaped.filter((run) => run.resumed).map((run) => run.runId);
+  const interrupted = reaped.filter((run) => !run.resumed).map((run) => run.runId);
+  if (resumed.length > 0)
+    log(
+      `sent ${plural(resumed.length, 'run')} whose lease expired to be resumed by a worker: ${resumed.join(', ')}`,
+    );
+  if (interrupted.length > 0)
+    log(
+      `marked ${plural(interrupted.length, 'run')} whose lease expired interrupted: ${interrupted.join(', ')}`,
+    );
 }

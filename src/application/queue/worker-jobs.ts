@@ -4,8 +4,10 @@
  * battery cell goes to the cell-job port, which runs it and its checks and reports the outcome.
  * Reaches the world only through ports. Nothing here does I/O.
  */
+import { FabricError } from '../../domain/errors.ts';
+import type { RunResult } from '../../domain/run-result.ts';
 import type { RunTask } from '../run/run-request.ts';
-import type { QueuedCell, QueuedRun, WorkerLog } from './queue-ports.ts';
+import type { QueuedCell, QueuedRun, RunLease, WorkerLog } from './queue-ports.ts';
 
 /** A queued run that is a battery cell. */
 export type QueuedCellRun = QueuedRun & { readonly cell: QueuedCell };
@@ -24,6 +26,15 @@ export type QueuedCellJob = (
 export interface WorkerJobsDeps {
   /** The run use case, on the worker's own Fabric. */
   readonly runTask: RunTask;
+  /**
+   * The resume use case (SPEC §18) on the worker's Fabric, for a run whose worker died: its
+   * lease expired, so its old process counts as gone wherever it ran.
+   */
+  readonly resumeTask: (request: {
+    readonly run: string;
+    readonly signal: AbortSignal;
+    readonly onNotice: (message: string) => void;
+  }) => Promise<RunResult>;
   /** Battery cells' jobs. */
   readonly cellJob: QueuedCellJob;
   /** The worker's log; each run's notices go there, prefixed with the run's id. */
@@ -36,11 +47,21 @@ export interface WorkerJobsDeps {
  */
 export function workerJobs({
   runTask,
+  resumeTask,
   cellJob,
   log,
-}: WorkerJobsDeps): (run: QueuedRun, signal: AbortSignal) => Promise<void> {
-  return async (run, signal) => {
+}: WorkerJobsDeps): (run: QueuedRun, signal: AbortSignal, lease?: RunLease) => Promise<void> {
+  return async (run, signal, lease) => {
     const onNotice = (message: string) => log(`run ${run.runId}: ${message}`, { run_id: run.runId });
+    if ((lease?.resumes ?? 0) > 0) {
+      if (run.cell !== undefined)
+        throw new FabricError(
+          'run_not_resumable',
+          'a battery cell runs in its own copy of the battery workspace and is not resumed by another worker; run the battery again for it.',
+        );
+      await resumeTask({ run: run.runId, signal, onNotice });
+      return;
+    }
     if (run.cell !== undefined) {
       await cellJob({ ...run, cell: run.cell }, signal, onNotice);
       return;

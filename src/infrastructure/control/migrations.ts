@@ -211,6 +211,14 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 11,
+    name: "runs: whether a dead worker's run may be resumed by another, and how often it was (issue 31)",
+    statements: [
+      'alter table control.runs add column resumable boolean not null default false',
+      'alter table control.runs add column resumes integer not null default 0',
+    ],
+  },
+  {
     version: 13,
     name: 'model_cards: what the probe suite and batteries measured of each model on each server (SPEC §20)',
     statements: [

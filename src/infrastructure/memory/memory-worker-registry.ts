@@ -19,6 +19,9 @@ export interface MemoryRunRow {
   readonly error?: { readonly code: string; readonly message: string };
   /** The lease of the worker that took it: its fencing token, and until when (ms). */
   readonly lease?: { readonly token: string; readonly expires: number; readonly jobId: string };
+  /** Whether another worker may resume it, and how often one did. */
+  readonly resumable?: boolean;
+  readonly resumes?: number;
 }
 
 interface Worker extends WorkerInfo {
@@ -47,19 +50,30 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
 
   async recordTaken(
     runId: string,
-    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+    holder: {
+      readonly workerId: string;
+      readonly leaseMs: number;
+      readonly jobId: string;
+      readonly resumable: boolean;
+    },
   ): Promise<RunLease | null> {
     const row = this.#runs.get(runId);
     if (row !== undefined && row.status !== 'queued') return null;
     const token = String(++this.#tokens);
     const expires = this.#clock.now().getTime() + holder.leaseMs;
-    this.#runs.set(runId, { status: 'running', lease: { token, expires, jobId: holder.jobId } });
-    return { runId, token };
+    const resumes = row?.resumes ?? 0;
+    this.#runs.set(runId, {
+      status: 'running',
+      lease: { token, expires, jobId: holder.jobId },
+      resumable: holder.resumable,
+      resumes,
+    });
+    return { runId, token, resumes };
   }
 
   async recordNotStarted(
     lease: RunLease,
-    status: 'failed' | 'cancelled',
+    status: 'failed' | 'cancelled' | 'interrupted',
     error: { readonly code: string; readonly message: string },
   ): Promise<void> {
     const row = this.#runs.get(lease.runId);
@@ -130,7 +144,7 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
       }));
   }
 
-  async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
+  async reapDeadWorkers(deadAfterMs: number, maxResumes: number): Promise<readonly ReapedRun[]> {
     const now = this.#clock.now().getTime();
     for (const worker of this.#workers.values())
       if (worker.state === 'running' && worker.lastHeartbeat.getTime() < now - deadAfterMs)
@@ -138,8 +152,15 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
     const interrupted: ReapedRun[] = [];
     for (const [runId, row] of this.#runs) {
       if (row.status !== 'running' || row.lease === undefined || row.lease.expires >= now) continue;
-      this.#runs.set(runId, { status: 'interrupted' });
-      interrupted.push({ runId, jobId: row.lease.jobId });
+      const resumes = row.resumes ?? 0;
+      const resumed = row.resumable === true && resumes < maxResumes;
+      this.#runs.set(
+        runId,
+        resumed
+          ? { status: 'queued', resumable: true, resumes: resumes + 1 }
+          : { status: 'interrupted', resumes },
+      );
+      interrupted.push({ runId, jobId: row.lease.jobId, resumed });
     }
     return interrupted;
   }

@@ -120,7 +120,8 @@ export class PgBossRunQueue implements RunQueue {
     const requeued: string[] = [];
     for (const job of rows) {
       const failed = (await this.#boss.fail(job.name, job.id, {
-        reason: 'taken by no worker (the answer of its fetch was lost); sent again',
+        reason:
+          'its run is queued again (taken by no worker, or its worker died and it is to be resumed); sent again',
       })) as unknown as { affected?: number } | undefined;
       // Another reaper got there first.
       if ((failed?.affected ?? 0) === 0) continue;

@@ -21,20 +21,38 @@ interface RawWorker {
   last_heartbeat: Date | string;
 }
 
-// Silent workers go `dead`, and every run whose lease expired goes `interrupted`, in one
-// statement on the database's clock (a data-modifying CTE runs whether or not it is read). The lease, not the worker's list of runs, decides: a run
-// taken a moment before its worker died is on no heartbeat yet, but its lease is on its row.
+// Silent workers go `dead`, and every run whose lease expired is handed on or ended, in one
+// statement on the database's clock (a data-modifying CTE runs whether or not it is read). The
+// lease, not the worker's list of runs, decides: a run taken a moment before its worker died is on
+// no heartbeat yet, but its lease is on its row. A resumable run resumed fewer than $2 times
+// (worker.max_resumes) goes back to \`queued\`: its job, still active, is then an orphan that
+// requeueOrphans sends again, and the worker that takes it resumes the run from its runlog.
 const REAP = `
 with dead as (
   update control.workers set state = 'dead'
   where state = 'running' and last_heartbeat < now() - make_interval(secs => $1::double precision)
   returning id
+),
+expired as (
+  select id, lease_job is not null and resumable and resumes < $2::integer as resume
+  from control.runs
+  where status = 'running' and lease_expires is not null and lease_expires < now()
+  for update
 )
-update control.runs set status = 'interrupted', ended_at = coalesce(ended_at, now()), updated_at = now(),
-  error = coalesce(error, jsonb_build_object('code', 'run_interrupted',
-    'message', 'Its worker stopped renewing its lease (died, or cut off from the database).'))
-where status = 'running' and lease_expires is not null and lease_expires < now()
-returning id, lease_job`;
+update control.runs r set
+  status = case when e.resume then 'queued' else 'interrupted' end,
+  resumes = case when e.resume then r.resumes + 1 else r.resumes end,
+  ended_at = case when e.resume then r.ended_at else coalesce(r.ended_at, now()) end,
+  updated_at = now(),
+  error = case when e.resume then r.error else coalesce(r.error, jsonb_build_object('code', 'run_interrupted',
+    'message', 'Its worker stopped renewing its lease (died, or cut off from the database).' ||
+      case when r.resumable and $2::integer > 0
+        then ' It was resumed ' || case when r.resumes = 1 then 'once' else r.resumes || ' times' end ||
+          ' by other workers already (worker.max_resumes ' || $2::integer || ').'
+        else '' end)) end
+from expired e
+where r.id = e.id
+returning r.id, r.lease_job, e.resume`;
 
 /**
  * The workers and the queue-side states of runs, in the control schema (migrations 5 and 9). Every
@@ -57,27 +75,33 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
 
   async recordTaken(
     runId: string,
-    holder: { readonly workerId: string; readonly leaseMs: number; readonly jobId: string },
+    holder: {
+      readonly workerId: string;
+      readonly leaseMs: number;
+      readonly jobId: string;
+      readonly resumable: boolean;
+    },
   ): Promise<RunLease | null> {
     // The mirror fills in the rest from run_start; it never changes a status before run_end.
-    const rows = await this.#db.query<{ token: string | number }>(
-      `insert into control.runs as t (id, status, lease_worker, lease_token, lease_expires, lease_job)
+    const rows = await this.#db.query<{ token: string | number; resumes: number }>(
+      `insert into control.runs as t (id, status, lease_worker, lease_token, lease_expires, lease_job, resumable)
        values ($1, 'running', $2, nextval('control.run_lease_seq'),
-         now() + make_interval(secs => $3::double precision), $4)
+         now() + make_interval(secs => $3::double precision), $4, $5)
        on conflict (id) do update set status = 'running', updated_at = now(),
          lease_worker = excluded.lease_worker, lease_token = excluded.lease_token,
-         lease_expires = excluded.lease_expires, lease_job = excluded.lease_job
+         lease_expires = excluded.lease_expires, lease_job = excluded.lease_job,
+         resumable = excluded.resumable
        where t.status = 'queued'
-       returning lease_token::text as token`,
-      [runId, holder.workerId, holder.leaseMs / 1000, holder.jobId],
+       returning lease_token::text as token, resumes`,
+      [runId, holder.workerId, holder.leaseMs / 1000, holder.jobId, holder.resumable],
     );
-    const token = rows[0]?.token;
-    return token === undefined ? null : { runId, token: String(token) };
+    const row = rows[0];
+    return row === undefined ? null : { runId, token: String(row.token), resumes: Number(row.resumes) };
   }
 
   async recordNotStarted(
     lease: RunLease,
-    status: 'failed' | 'cancelled',
+    status: 'failed' | 'cancelled' | 'interrupted',
     error: { code: string; message: string },
   ): Promise<void> {
     await this.#db.query(
@@ -169,9 +193,12 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
     return Number(rows[0]?.n ?? 0);
   }
 
-  async reapDeadWorkers(deadAfterMs: number): Promise<readonly ReapedRun[]> {
-    const rows = await this.#db.query<{ id: string; lease_job: string | null }>(REAP, [deadAfterMs / 1000]);
-    return rows.map((row) => ({ runId: row.id, jobId: row.lease_job }));
+  async reapDeadWorkers(deadAfterMs: number, maxResumes: number): Promise<readonly ReapedRun[]> {
+    const rows = await this.#db.query<{ id: string; lease_job: string | null; resume: boolean }>(REAP, [
+      deadAfterMs / 1000,
+      maxResumes,
+    ]);
+    return rows.map((row) => ({ runId: row.id, jobId: row.lease_job, resumed: row.resume }));
   }
 
   async requestCancel(runId: string): Promise<void> {

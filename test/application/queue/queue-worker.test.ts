@@ -20,10 +20,12 @@ function harness(options: Partial<QueueWorkerOptions> = {}, failures?: ReadonlyM
     concurrency: 1,
     heartbeatMs: 5,
     deadAfterMs: 60_000,
+    maxResumes: 0,
     pollMs: 1,
     log,
     execute: workerJobs({
       runTask: task.run,
+      resumeTask: () => Promise.reject(new Error('no resumes in this test')),
       cellJob: () => Promise.reject(new Error('no cells in this test')),
       log,
     }),
@@ -179,9 +181,17 @@ describe('QueueWorker', () => {
       concurrency: 1,
       runs: [],
     });
-    expect(await h.registry.recordTaken('old', { workerId: 'w-dead', leaseMs: 30_000, jobId: 'j' })).toEqual({
+    expect(
+      await h.registry.recordTaken('old', {
+        workerId: 'w-dead',
+        leaseMs: 30_000,
+        jobId: 'j',
+        resumable: true,
+      }),
+    ).toEqual({
       runId: 'old',
       token: '1',
+      resumes: 0,
     });
     await h.queue.enqueue(queued('r1'));
     void h.start();
@@ -200,6 +210,35 @@ describe('QueueWorker', () => {
     expect(rows.find((row) => row.id === 'w-dead')?.state).toBe('dead');
     expect(rows.find((row) => row.id === 'w-1')?.state).toBe('running');
     expect(h.lines).toContain('marked 1 run whose lease expired interrupted: old');
+  });
+
+  it('keeps a handed-on run interrupted, with why, when it cannot resume it (its runlog out of reach)', async () => {
+    const missing = new FabricError('run_not_found', 'No runlog at /runs/old/runlog.jsonl.');
+    const h = harness({
+      maxResumes: 2,
+      execute: workerJobs({
+        runTask: () => Promise.reject(new Error('not started here')),
+        resumeTask: () => Promise.reject(missing),
+        cellJob: () => Promise.reject(new Error('no cells in this test')),
+        log: () => {},
+      }),
+    });
+    await h.registry.recordQueued(queued('old'));
+    await h.registry.recordTaken('old', { workerId: 'w-dead', leaseMs: 1_000, jobId: 'j', resumable: true });
+    h.clock.advance(2_000);
+    expect(await h.registry.reapDeadWorkers(60_000, 2)).toEqual([
+      { runId: 'old', jobId: 'j', resumed: true },
+    ]);
+    expect(h.registry.run('old')).toMatchObject({ status: 'queued', resumes: 1 });
+    // The Postgres queue sends its job again as an orphan; the memory queue is told here.
+    await h.queue.enqueue(queued('old'));
+    void h.start();
+    await until('old ended', () => h.registry.run('old')?.status === 'interrupted');
+    expect(h.registry.run('old')?.error?.message).toMatch(
+      /could not resume it: No runlog at \/runs\/old\/runlog.jsonl\.$/,
+    );
+    expect(h.lines).toContain('run old resumed (units, resume 1)');
+    expect(h.queue.settled().get('old')).toBe('not_started');
   });
 
   it('cancels its runs on shutdown and waits for them to end', async () => {
@@ -233,7 +272,7 @@ describe('QueueWorker', () => {
     // As the Postgres registry does: an empty list is answered without the database.
     registry.cancelRequested = (runIds) => (down && runIds.length > 0 ? fault() : cancelRequested(runIds));
     const reap = registry.reapDeadWorkers.bind(registry);
-    registry.reapDeadWorkers = (ms) => (down ? fault() : reap(ms));
+    registry.reapDeadWorkers = (ms, max) => (down ? fault() : reap(ms, max));
     await queue.enqueue(queued('r1'));
     void h.start();
     await until('several takes tried', () => takes >= 5);
@@ -280,7 +319,7 @@ describe('QueueWorker', () => {
     await until('r1 started', () => h.task.started.length === 1);
     // Reaped while the worker was away: the row says interrupted, the lease no longer holds.
     h.clock.advance(31_000);
-    await h.registry.reapDeadWorkers(60_000);
+    await h.registry.reapDeadWorkers(60_000, 0);
     expect(h.registry.run('r1')?.status).toBe('interrupted');
     await h.task.byId('r1').ended;
     expect((h.task.byId('r1').request.signal.reason as Error).name).toBe('RunInterruption');
@@ -295,7 +334,7 @@ describe('QueueWorker', () => {
     // Another process reaps before this worker's next beat.
     const heartbeat = h.registry.heartbeat;
     h.registry.heartbeat = async () => true;
-    await h.registry.reapDeadWorkers(30_000);
+    await h.registry.reapDeadWorkers(30_000, 0);
     h.registry.heartbeat = heartbeat;
     await until('a new registration', async () =>
       (await h.registry.list()).some((row) => row.id === 'w-1-2' && row.state === 'running'),

@@ -16,6 +16,7 @@ describe('the worker’s job handling', () => {
     const lines: string[] = [];
     const execute = workerJobs({
       runTask: task.run,
+      resumeTask: () => Promise.reject(new Error('no resumes in this test')),
       cellJob: () => Promise.reject(new Error('not a cell')),
       log: (line) => lines.push(line),
     });
@@ -54,6 +55,7 @@ describe('the worker’s job handling', () => {
     const cells: { run: QueuedCellRun; signal: AbortSignal }[] = [];
     const execute = workerJobs({
       runTask: task.run,
+      resumeTask: () => Promise.reject(new Error('no resumes in this test')),
       cellJob: async (run, signal, onNotice) => {
         cells.push({ run, signal });
         onNotice('unpacking');
@@ -74,10 +76,36 @@ describe('the worker’s job handling', () => {
     expect(lines).toEqual(['run cell-1: unpacking']);
   });
 
+  it('resumes a run handed on from a dead worker (its lease counts resumes) instead of starting it; a cell is refused', async () => {
+    const task = new ScriptedRunTask();
+    const resumed: string[] = [];
+    const lines: string[] = [];
+    const execute = workerJobs({
+      runTask: task.run,
+      resumeTask: async (request) => {
+        resumed.push(request.run);
+        request.onNotice('resuming');
+        return { runId: request.run, status: 'succeeded' } as never;
+      },
+      cellJob: () => Promise.reject(new Error('not a cell')),
+      log: (line) => lines.push(line),
+    });
+    const signal = new AbortController().signal;
+    await execute(queued('r1'), signal, { runId: 'r1', token: '7', resumes: 1 });
+    expect(resumed).toEqual(['r1']);
+    expect(task.started).toEqual([]);
+    expect(lines).toEqual(['run r1: resuming']);
+    await expect(
+      execute({ ...queued('c1'), cell: CELL }, signal, { runId: 'c1', token: '8', resumes: 1 }),
+    ).rejects.toMatchObject({ code: 'run_not_resumable' });
+    expect(resumed).toEqual(['r1']);
+  });
+
   it('rejects when the run could not start, so the worker records it as not started', async () => {
     const refusal = new FabricError('specialist_unknown', 'No specialist "nope".');
     const execute = workerJobs({
       runTask: () => Promise.reject(refusal),
+      resumeTask: () => Promise.reject(new Error('no resumes in this test')),
       cellJob: () => Promise.reject(new FabricError('internal', 'The cell could not run.')),
       log: () => {},
     });
@@ -100,10 +128,12 @@ describe('the worker’s job handling', () => {
       concurrency: 3,
       heartbeatMs: 5,
       deadAfterMs: 60_000,
+      maxResumes: 0,
       pollMs: 1,
       log,
       execute: workerJobs({
         runTask: task.run,
+        resumeTask: () => Promise.reject(new Error('no resumes in this test')),
         cellJob: async (run) => {
           cellRuns.push(run.runId);
           if (run.cell.archive === 'gone') throw new FabricError('internal', 'The archive is gone.');

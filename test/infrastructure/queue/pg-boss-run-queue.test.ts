@@ -47,13 +47,28 @@ describe('the Postgres run queue and worker registry', () => {
     try {
       await workers.recordQueued({ runId: 'r-live', specialist: 'units', task: 'a' });
       await workers.recordQueued({ runId: 'r-dead', specialist: 'units', task: 'b' });
-      const live = await workers.recordTaken('r-live', { workerId: 'w1', leaseMs: 60_000, jobId: 'j1' });
-      const dead = await workers.recordTaken('r-dead', { workerId: 'w2', leaseMs: 20, jobId: 'j2' });
+      const live = await workers.recordTaken('r-live', {
+        workerId: 'w1',
+        leaseMs: 60_000,
+        jobId: 'j1',
+        resumable: true,
+      });
+      const dead = await workers.recordTaken('r-dead', {
+        workerId: 'w2',
+        leaseMs: 20,
+        jobId: 'j2',
+        resumable: true,
+      });
       if (live === null || dead === null) throw new Error('a queued run was not leased');
       expect(BigInt(dead.token)).toBeGreaterThan(BigInt(live.token));
       // Taken once: a second take of the same run finds it no longer queued.
       expect(
-        await workers.recordTaken('r-dead', { workerId: 'w1', leaseMs: 60_000, jobId: 'j2' }),
+        await workers.recordTaken('r-dead', {
+          workerId: 'w1',
+          leaseMs: 60_000,
+          jobId: 'j2',
+          resumable: true,
+        }),
       ).toBeNull();
       expect((await store.getRun('r-dead'))?.status).toBe('running');
       const worker = {
@@ -71,8 +86,10 @@ describe('the Postgres run queue and worker registry', () => {
       // w2 never heartbeat (it died right after taking): its run's lease alone decides.
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(await workers.renewLeases('w1', [live, dead], 60_000)).toEqual(['r-live']);
-      expect(await workers.reapDeadWorkers(60_000)).toEqual([{ runId: 'r-dead', jobId: 'j2' }]);
-      expect(await workers.reapDeadWorkers(60_000)).toEqual([]);
+      expect(await workers.reapDeadWorkers(60_000, 0)).toEqual([
+        { runId: 'r-dead', jobId: 'j2', resumed: false },
+      ]);
+      expect(await workers.reapDeadWorkers(60_000, 0)).toEqual([]);
       expect(await store.getRun('r-dead')).toMatchObject({
         status: 'interrupted',
         error: { code: 'run_interrupted' },
@@ -81,9 +98,63 @@ describe('the Postgres run queue and worker registry', () => {
       // A lease that was reaped is not renewed again.
       expect(await workers.renewLeases('w2', [dead], 60_000)).toEqual([]);
       // A silent worker is dead, and does not come back under its id.
-      expect(await workers.reapDeadWorkers(10)).toEqual([]);
+      expect(await workers.reapDeadWorkers(10, 0)).toEqual([]);
       expect((await workers.list())[0]?.state).toBe('dead');
       expect(await workers.heartbeat(worker)).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("hands a dead worker's resumable run back to the queue worker.max_resumes times, then interrupts it", async () => {
+    const { queue, workers } = await open();
+    const store = new PostgresControlStore(db.dsn);
+    try {
+      const lapse = () => new Promise((resolve) => setTimeout(resolve, 50));
+      await queue.enqueue({ runId: 'r1', specialist: 'units', task: 'a' });
+      await workers.recordQueued({ runId: 'r1', specialist: 'units', task: 'a' });
+      await queue.enqueue({ runId: 'cell', specialist: 'units', task: 'b' });
+      await workers.recordQueued({ runId: 'cell', specialist: 'units', task: 'b' });
+      const taken = await queue.take(['units'], 2);
+      const cellJob = taken.find((job) => job.run.runId === 'cell');
+      const cell = await workers.recordTaken('cell', {
+        workerId: 'w',
+        leaseMs: 20,
+        jobId: cellJob!.jobId,
+        resumable: false,
+      });
+      expect(cell?.resumes).toBe(0);
+      const takes: (number | undefined)[] = [];
+      for (let take = 0; take < 3; take++) {
+        const job =
+          take === 0 ? taken.find((j) => j.run.runId === 'r1') : (await queue.take(['units'], 1))[0];
+        expect(job?.run.runId).toBe('r1');
+        const lease = await workers.recordTaken('r1', {
+          workerId: `w${take}`,
+          leaseMs: 20,
+          jobId: job!.jobId,
+          resumable: true,
+        });
+        takes.push(lease?.resumes);
+        await lapse();
+        const reaped = await workers.reapDeadWorkers(60_000, 2);
+        expect(reaped.find((run) => run.runId === 'r1')?.resumed).toBe(take < 2);
+        if (take === 0) expect(reaped.find((run) => run.runId === 'cell')?.resumed).toBe(false);
+        // The job is still active: sent again as an orphan while its run is queued.
+        expect(await queue.requeueOrphans?.(0)).toEqual(take < 2 ? ['r1'] : []);
+      }
+      expect(takes).toEqual([0, 1, 2]);
+      expect(await store.getRun('r1')).toMatchObject({
+        status: 'interrupted',
+        error: {
+          code: 'run_interrupted',
+          message: expect.stringContaining('resumed 2 times by other workers already (worker.max_resumes 2)'),
+        },
+      });
+      expect(await store.getRun('cell')).toMatchObject({
+        status: 'interrupted',
+        error: { message: 'Its worker stopped renewing its lease (died, or cut off from the database).' },
+      });
     } finally {
       await store.close();
     }
@@ -95,7 +166,12 @@ describe('the Postgres run queue and worker registry', () => {
     const reader = new PostgresControlStore(db.dsn);
     try {
       await workers.recordQueued({ runId: 'r1', specialist: 'units', task: 'a' });
-      const lease = await workers.recordTaken('r1', { workerId: 'w1', leaseMs: 20, jobId: 'j1' });
+      const lease = await workers.recordTaken('r1', {
+        workerId: 'w1',
+        leaseMs: 20,
+        jobId: 'j1',
+        resumable: true,
+      });
       if (lease === null) throw new Error('not leased');
       writer.fence('r1', lease.token);
       const start = event('r1', 1, 'run_start', {
@@ -106,7 +182,7 @@ describe('the Postgres run queue and worker registry', () => {
       });
       expect((await writer.write({ events: [start], modelCalls: [] })).events).toBe(1);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect((await workers.reapDeadWorkers(60_000)).map((run) => run.runId)).toEqual(['r1']);
+      expect((await workers.reapDeadWorkers(60_000, 0)).map((run) => run.runId)).toEqual(['r1']);
       // The zombie's backlog: a later event and a run_end that would say succeeded.
       const late = await writer.write({
         events: [event('r1', 2, 'tool_call', { name: 'x' }), end('r1', 3, 'succeeded')],
@@ -117,7 +193,12 @@ describe('the Postgres run queue and worker registry', () => {
       expect((await reader.runEvents('r1')).map((e) => e.seq)).toEqual([1]);
       // A writer that holds the current lease writes as before.
       await workers.recordQueued({ runId: 'r2', specialist: 'units', task: 'b' });
-      const second = await workers.recordTaken('r2', { workerId: 'w1', leaseMs: 60_000, jobId: 'j2' });
+      const second = await workers.recordTaken('r2', {
+        workerId: 'w1',
+        leaseMs: 60_000,
+        jobId: 'j2',
+        resumable: true,
+      });
       if (second === null) throw new Error('not leased');
       writer.fence('r2', second.token);
       expect((await writer.write({ events: [end('r2', 1, 'succeeded')], modelCalls: [] })).events).toBe(1);
@@ -160,7 +241,12 @@ describe('the Postgres run queue and worker registry', () => {
       const again = await reaper.queue.take(['units'], 1);
       expect(again.map((job) => job.run)).toEqual([{ runId: 'r-lost', specialist: 'units', task: 'a' }]);
       expect(
-        await workers.recordTaken('r-lost', { workerId: 'w', leaseMs: 60_000, jobId: again[0]!.jobId }),
+        await workers.recordTaken('r-lost', {
+          workerId: 'w',
+          leaseMs: 60_000,
+          jobId: again[0]!.jobId,
+          resumable: true,
+        }),
       ).not.toBeNull();
     } finally {
       await cut.close();
@@ -176,7 +262,12 @@ describe('the Postgres run queue and worker registry', () => {
       await workers.requestCancel('r1');
       await workers.requestCancel('r1');
       expect(await workers.cancelRequested(['r0', 'r1'])).toEqual(['r1']);
-      const lease = await workers.recordTaken('r1', { workerId: 'w1', leaseMs: 60_000, jobId: 'j1' });
+      const lease = await workers.recordTaken('r1', {
+        workerId: 'w1',
+        leaseMs: 60_000,
+        jobId: 'j1',
+        resumable: true,
+      });
       if (lease === null) throw new Error('not leased');
       // A stale lease changes nothing.
       await workers.recordNotStarted({ runId: 'r1', token: '0' }, 'failed', {
