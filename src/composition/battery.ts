@@ -58,6 +58,7 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
     // The runs directory is never copied into a cell (it may sit inside the workspace).
     workspacesFor: (workspace) => new WorkspaceCopies(workspace ?? '.', [config.runs_dir]),
     controlStore: () => fabric.controlStore(),
+    cards: fabric.modelCards(),
     queue: async (): Promise<BatteryQueue | null> => {
       const services = await fabric.runQueue();
       if (services === null) return null;

@@ -5,7 +5,8 @@
  * `BatterySessionPorts` only (wired in `src/composition/battery.ts`).
  */
 import type { BatteryFile } from '../../config/battery-file.ts';
-import { FabricError } from '../../domain/errors.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { markCards } from './battery-cards.ts';
 import { BatteryControlRows } from './battery-control-rows.ts';
 import { CatalogCellRunner, resolveBatteryModels } from './battery-models.ts';
 import type { BatteryRecorder } from './battery-ports.ts';
@@ -44,6 +45,8 @@ export interface BatteryRequest {
 export interface BatteryListener {
   onCellStart?(cell: CellKey): void;
   onCellEnd?(result: CellResult): void;
+  /** Told once what the battery wrote beside its cells (pass rates onto model cards), or why not. */
+  onNotice?(message: string): void;
 }
 
 /** A battery ready to run: its plan and the cells already done. */
@@ -246,10 +249,31 @@ export class BatterySession {
       this.#status = outcome.interrupted ? 'interrupted' : 'done';
       await this.#save();
       rows.battery(row(true));
+      await this.#markCards(listener);
       return outcome;
     } finally {
       await workspaces.close();
       await rows.settled();
+    }
+  }
+
+  /** Each model's pass rate onto its cards; a store that fails is told, never fails the battery. */
+  async #markCards(listener: BatteryListener): Promise<void> {
+    const cards = this.#ports.cards;
+    if (cards === undefined) return;
+    try {
+      const marked = await markCards(
+        cards,
+        this.plan.specialist,
+        this.summary(),
+        this.#ports.clock.now().toISOString(),
+      );
+      if (marked.length > 0)
+        listener.onNotice?.(
+          `model cards marked with ${this.plan.specialist} pass rates: ${marked.join(', ')}`,
+        );
+    } catch (error) {
+      listener.onNotice?.(`model cards not marked: ${errorMessage(error)}`);
     }
   }
 

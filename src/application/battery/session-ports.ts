@@ -4,6 +4,7 @@
  * the models, the runs, the control plane and the queue. The composition root wires the adapters
  * (`src/composition/battery.ts`); the tests wire in-memory ones.
  */
+import type { ModelCardStore } from '../models/model-card.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { BatteryFile, KnownSpecialists } from '../../config/battery-file.ts';
 import type { SpecialistConfig } from '../../config/schema.ts';
@@ -107,6 +108,8 @@ export interface BatterySessionPorts {
   readonly checksFor: (specialist: string) => ExpectChecks;
   /** Fresh copies of `workspace` (`.` when the battery has none), one per cell. */
   readonly workspacesFor: (workspace: string | undefined) => BatteryWorkspaces;
+  /** The model cards a battery's pass rates are written onto (SPEC §20); absent: none are. */
+  readonly cards?: ModelCardStore;
   /** The process's control store, if any; the battery's rows go there when it keeps batteries. */
   readonly controlStore: () => Promise<unknown>;
   /** The queue, with `queue: postgres`; null when cells run in this process. */

@@ -122,8 +122,14 @@ export async function batteryCommand(argv: readonly string[], io: CliIo): Promis
     io.stderr.write(style.dim(`  resume after Ctrl-C: fabric battery --resume ${plan.id}\n`));
     const progress = new BatteryProgress(io.stderr, style, plan, session.cells());
     progress.start();
-    const outcome = await session.run(io.signal, progress);
+    const notices: string[] = [];
+    const outcome = await session.run(io.signal, {
+      onCellStart: (cell) => progress.onCellStart(cell),
+      onCellEnd: (result) => progress.onCellEnd(result),
+      onNotice: (message) => notices.push(message),
+    });
     progress.finish();
+    for (const notice of notices) io.stderr.write(style.dim(`  ${notice}\n`));
     const summary = session.summary();
     if (values.report !== undefined) {
       const path = resolve(io.cwd, values.report);
