@@ -59,6 +59,23 @@ export function runLogsSeenFrom(config: FabricConfig, repo: string): MergedRunLo
   return new MergedRunLogs(stores);
 }
 
+/**
+ * The runs directory that holds run `ref` as seen from `repo` (`runLogsSeenFrom`): the daemon's
+ * in the git directory when only it has the run, else the config's (where a miss is reported).
+ * `fabric resume` goes on where the run was written, so a daemon's run resumes from its repository.
+ */
+export async function runsDirHolding(config: FabricConfig, repo: string, ref: string): Promise<string> {
+  if (ref.includes('/') || ref.endsWith('.jsonl')) return config.runs_dir;
+  for (const dir of runLogsSeenFrom(config, repo).runsDirs) {
+    const found = await new FileRunLogStore(dir).read(ref).then(
+      () => true,
+      () => false,
+    );
+    if (found) return dir;
+  }
+  return config.runs_dir;
+}
+
 /** Whether a run's process still exists, on this machine. */
 export function localLiveness(): ProcessLiveness {
   return new LocalProcessLiveness();

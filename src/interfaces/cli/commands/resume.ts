@@ -1,5 +1,6 @@
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
+import { runsDirHolding } from '../../../composition/control-store.ts';
 import { parseCommandArgs, positiveInt } from '../args.ts';
 import { exitCodeForRun } from '../exit-code.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -55,7 +56,9 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
     return EXIT.usage;
   }
   const moreSteps = positiveInt('--max-steps', values['max-steps']);
-  const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  const loaded = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
+  // Inside a daemon's repository its runs are in the git directory (issue 34): resumed there.
+  const config = { ...loaded, runs_dir: await runsDirHolding(loaded, io.cwd, run) };
   const style = styleFor(io.stderr, io.env);
   const fabric = createFabric(config, {
     lifetime: 'one_shot',
