@@ -121,6 +121,31 @@ describe('fabric resume after the run was killed', () => {
     expect((await events(live)).map((event) => event.kind)).not.toContain('run_resumed');
   });
 
+  it("finds a daemon's run in the repository's git directory, run inside the repository", async () => {
+    sandbox = await makeSandbox();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: CONVERSION_SCRIPT,
+    });
+    const repo = join(sandbox.dir, 'repo');
+    await mkdir(join(repo, '.git', 'fabric', 'runs'), { recursive: true });
+    // Where a daemon keeps its runs when the config's ./runs would be in the work tree.
+    const env = { ...testEnv(sandbox, llm.url), FABRIC_RUNS_DIR: join(repo, '.git', 'fabric', 'runs') };
+    const done = await runFabricInProcess(
+      ['run', '--config', sandbox.configPath, '-s', 'units', '--json', 'Convert 3 km to miles'],
+      { env, cwd: repo },
+    );
+    const { run_id } = JSON.parse(done.stdout) as RunResult;
+    // Inside the repository, with the default ./runs: the run is found (and refused as ended).
+    const found = await runFabricInProcess(['resume', '--config', sandbox.configPath, run_id], {
+      env: { ...env, FABRIC_RUNS_DIR: join(repo, 'runs') },
+      cwd: repo,
+    });
+    expect(found.exitCode).toBe(2);
+    expect(found.stderr).toContain('it succeeded: there is nothing to resume');
+  });
+
   it('gives a run that used its steps N more with --max-steps, and takes its last run_end as its outcome', async () => {
     sandbox = await makeSandbox();
     llm = await startFakeLlmServer({
