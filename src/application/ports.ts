@@ -126,6 +126,8 @@ export interface CatalogModel {
    * and its chat template's digest, Ollama `/api/show` `parser`/`renderer`; Q33, Q34).
    */
   readonly toolParser?: string | undefined;
+  /** Where `contextLength` comes from, when the backend's kind does not say it alone (Ollama behind `/v1`). */
+  readonly windowSource?: string | undefined;
 }
 
 /** One backend's answer to "what do you have?". */
