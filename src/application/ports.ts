@@ -133,6 +133,8 @@ export interface CatalogModel {
   readonly quantisation?: string | undefined;
   /** The server's version, when it says (Ollama's `/api/version`). */
   readonly serverVersion?: string | undefined;
+  /** Where `contextLength` comes from, when the backend's kind does not say it alone (Ollama behind `/v1`). */
+  readonly windowSource?: string | undefined;
 }
 
 /** One backend's answer to "what do you have?". */

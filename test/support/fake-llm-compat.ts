@@ -11,6 +11,7 @@
  */
 import { jsonAnswer, loadedContextOf, maxContextOf, parameterCount } from './fake-llm-models.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from './fake-llm-server.ts';
+import { estimatePromptTokens } from './fake-llm-reply.ts';
 import type { Answer, FakeLlmServerOptions, FakeModel, RecordedRequest } from './fake-llm-types.ts';
 
 /** Answers from the request itself, as startFakeLlmServer's `respond` (for batteries' concurrent runs). */
@@ -252,6 +253,11 @@ export function startFakeKeyed(options: {
   /** The key chat requests need, when it differs from the catalog's (a key revoked between the two). */
   chatKey?: string;
   respond?: Respond;
+  /**
+   * Each model's window: listed as `context_length` in `/v1/models` (as OpenRouter's catalog does),
+   * and a request over it refused as OpenAI does (400 `context_length_exceeded`).
+   */
+  contextLength?: number;
 }): Promise<FakeLlmServer> {
   let refusals = options.rateLimited ?? 0;
   return startFakeLlmServer({
@@ -273,7 +279,13 @@ export function startFakeKeyed(options: {
       if (request.method === 'GET' && request.path === '/v1/models')
         return jsonAnswer(200, {
           object: 'list',
-          data: options.modelIds.map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'system' })),
+          data: options.modelIds.map((id) => ({
+            id,
+            object: 'model',
+            created: CREATED,
+            owned_by: 'system',
+            ...(options.contextLength === undefined ? {} : { context_length: options.contextLength }),
+          })),
         });
       if (!isChat(request))
         return jsonAnswer(404, { error: { message: 'Not found', type: 'invalid_request_error' } });
@@ -287,6 +299,16 @@ export function startFakeKeyed(options: {
             type: 'invalid_request_error',
             param: 'tools',
             code: 'empty_array',
+          },
+        });
+      const tokens = estimatePromptTokens(request.body);
+      if (options.contextLength !== undefined && tokens > options.contextLength)
+        return jsonAnswer(400, {
+          error: {
+            message: `This model's maximum context length is ${options.contextLength} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+            type: 'invalid_request_error',
+            param: 'messages',
+            code: 'context_length_exceeded',
           },
         });
       if (refusals > 0) {

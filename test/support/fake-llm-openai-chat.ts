@@ -120,20 +120,24 @@ export function openAiStreamFrames(reply: ResolvedReply, style: StreamStyle, ctx
       for (const piece of contentPieces(r)) out.push({ content: piece });
     }
     r.toolCalls.forEach((call, index) => {
-      const at = r.noIndex ? {} : { index };
+      const at = r.noIndex ? {} : { index: r.sharedIndex ? 0 : index };
       const head = {
         ...at,
         id: call.id ?? toolCallId(style),
         type: 'function',
         function: { name: call.name, arguments: '' },
       };
+      const fragments = splitFragments(call.argumentsText);
+      // vLLM's speculative decoding: the head and the first fragment in one chunk, same index.
+      const first = r.indexTwiceInChunk ? fragments.splice(0, 1) : [];
+      const opening = [head, ...first.map((fragment) => ({ ...at, function: { arguments: fragment } }))];
       // A tool-only answer carries the role in its first tool delta, with content null.
       out.push(
         out.length === 0
-          ? { role: 'assistant', content: null, tool_calls: [head], refusal: null }
-          : { tool_calls: [head] },
+          ? { role: 'assistant', content: null, tool_calls: opening, refusal: null }
+          : { tool_calls: opening },
       );
-      for (const fragment of splitFragments(call.argumentsText)) {
+      for (const fragment of fragments) {
         out.push({ tool_calls: [{ ...at, function: { arguments: fragment } }] });
       }
     });

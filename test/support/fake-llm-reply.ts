@@ -12,6 +12,8 @@ export interface ResolvedReply {
   chunkChars: number | undefined;
   timings: Record<string, number> | undefined;
   noIndex: boolean;
+  indexTwiceInChunk: boolean;
+  sharedIndex: boolean;
 }
 
 /** What the request implies for rendering a reply. */
@@ -53,6 +55,8 @@ export function resolveReply(reply: ScriptedReply, promptTokens: number): Resolv
     chunkChars: reply.chunkChars,
     timings: reply.timings,
     noIndex: reply.noIndex === true,
+    indexTwiceInChunk: reply.indexTwiceInChunk === true,
+    sharedIndex: reply.sharedIndex === true,
   };
 }
 

@@ -87,6 +87,13 @@ export interface ScriptedReply {
    * goose #10023: research/local-model-quirks-2.md Q29); `openai` stream style only.
    */
   noIndex?: boolean;
+  /**
+   * Each call's head and its first argument fragment in one chunk, both with the call's index (vLLM
+   * with speculative decoding, openai/openai-python #3203: Q29); `openai` stream style only.
+   */
+  indexTwiceInChunk?: boolean;
+  /** Every call on index 0, each with its own id (a gateway flattening parallel calls, pi #8861: Q29). */
+  sharedIndex?: boolean;
 }
 
 /** Chunking style of an OpenAI-compatible stream. */

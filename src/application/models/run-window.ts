@@ -32,7 +32,10 @@ export type LoadResult = { readonly window: number } | { readonly failed: string
 export type LoadAt = (contextLength: number) => Promise<LoadResult | undefined>;
 
 export async function runWindowFor(
-  model: Pick<CatalogModel, 'id' | 'backend' | 'loaded' | 'contextLength' | 'maxContextLength'>,
+  model: Pick<
+    CatalogModel,
+    'id' | 'backend' | 'loaded' | 'contextLength' | 'maxContextLength' | 'windowSource'
+  >,
   target: number | undefined,
   loadAt: LoadAt | undefined,
 ): Promise<RunWindow> {
@@ -43,7 +46,7 @@ export async function runWindowFor(
       ? model.backend === 'ollama'
         ? "Ollama's num_ctx as sent (llm.context_length or the profile's)"
         : "the target (llm.context_length or the profile's): the server did not say its window"
-      : SERVED_FROM[model.backend];
+      : (model.windowSource ?? SERVED_FROM[model.backend]);
   return { ...window, source: window.source ?? source };
 }
 

@@ -398,6 +398,41 @@ describe('stream assembly (issue 36, Q29)', () => {
     await sandbox?.cleanup();
   });
 
+  it.each([
+    [
+      'a call whose head and first fragment share one chunk (vLLM speculative decoding)',
+      { indexTwiceInChunk: true },
+    ],
+    [
+      'two calls on one index, each with its own id (a gateway flattening parallel calls)',
+      { sharedIndex: true },
+    ],
+  ])('%s: each call whole, each run', async (_name, quirk) => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        {
+          reply: {
+            ...quirk,
+            toolCalls: [
+              { name: 'convert_units', arguments: ARGS },
+              { name: 'convert_units', arguments: { value: 2, from: 'm', to: 'cm' } },
+            ],
+          },
+        },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind))).toEqual([
+      '3 km = 1.864114 mi',
+      '2 m = 200 cm',
+    ]);
+    expect(quirks(events)).toEqual([]);
+  });
+
   it('parallel calls streamed without an index are two calls, each with its own arguments', async () => {
     server = await startFakeVllm({
       models: [QWEN],

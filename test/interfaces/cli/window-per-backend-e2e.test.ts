@@ -3,14 +3,16 @@
  * a model with an 8k window reads a file several times that window; each fake refuses, as its
  * server does, any request over the window. The run succeeds, and `run_start` names the window
  * and where it came from: LM Studio's loaded context, Ollama's num_ctx as sent (the model not
- * loaded, so only its trained length says it), llama-server's /props n_ctx, vLLM's max_model_len.
+ * loaded, so only its trained length says it), llama-server's /props n_ctx, vLLM's max_model_len,
+ * Ollama behind its /v1 (its /api/ps context_length: /v1 cannot set num_ctx), and a keyed
+ * endpoint's catalog context_length.
  */
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closedPort } from '../../infrastructure/control/pg-test-db.ts';
 import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
-import { startFakeLlamaServer, startFakeVllm } from '../../support/fake-llm-compat.ts';
+import { startFakeKeyed, startFakeLlamaServer, startFakeVllm } from '../../support/fake-llm-compat.ts';
 import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
 
@@ -45,6 +47,7 @@ interface Case {
 }
 
 const RETRY = { max_attempts: 2, base_delay_ms: 5, max_delay_ms: 20 };
+const KEY = 'sk-window-test-0000111122223333';
 const model = (id: string) => ({ id, toolUse: true, contextLength: WINDOW, enforceWindow: true });
 
 const CASES: Case[] = [
@@ -104,6 +107,42 @@ const CASES: Case[] = [
     wire: (url, closed) => ({
       llm: { retry: RETRY, probe_timeout_ms: 2000, backends: [{ kind: 'vllm', url }] },
       env: { LM_STUDIO_URL: closed },
+    }),
+  },
+  {
+    name: 'Ollama (OpenAI-compatible /v1)',
+    model: 'qwen2.5-coder:7b',
+    source: /Ollama's \/api\/ps context_length \(through \/v1/,
+    // Loaded at 8k (/api/ps); its /v1/models says no window, and /v1 cannot set num_ctx.
+    start: () =>
+      startFakeLlmServer({
+        flavor: 'ollama',
+        models: [{ ...model('qwen2.5-coder:7b'), maxContextLength: 32_768 }],
+        script: [...SCRIPT],
+      }),
+    wire: (url, closed) => ({
+      llm: { retry: RETRY, probe_timeout_ms: 2000, backends: [{ kind: 'openai', url }] },
+      env: { LM_STUDIO_URL: closed },
+    }),
+  },
+  {
+    name: 'a keyed endpoint whose catalog lists context_length',
+    model: 'qwen/qwen-2.5-coder-32b-instruct',
+    source: /the endpoint's catalog context_length/,
+    start: () =>
+      startFakeKeyed({
+        key: KEY,
+        modelIds: ['qwen/qwen-2.5-coder-32b-instruct'],
+        contextLength: WINDOW,
+        script: [...SCRIPT],
+      }),
+    wire: (url, closed) => ({
+      llm: {
+        retry: RETRY,
+        probe_timeout_ms: 2000,
+        backends: [{ kind: 'openai', url, api_key_env: 'WINDOW_TEST_KEY' }],
+      },
+      env: { LM_STUDIO_URL: closed, WINDOW_TEST_KEY: KEY },
     }),
   },
 ];

@@ -217,7 +217,7 @@ export async function probeVllm(target: CompatProbeTarget, signal?: AbortSignal)
  * OpenRouter's list says each model's `context_length` and whether `tools` is a supported parameter.
  */
 export async function probeKeyed(target: CompatProbeTarget, signal?: AbortSignal): Promise<BackendProbe> {
-  return probeModelList(target, signal, (entry) => {
+  const probe = await probeModelList(target, signal, (entry) => {
     const supported = entry.supported_parameters;
     const window = numberField(entry, 'context_length');
     return {
@@ -226,6 +226,58 @@ export async function probeKeyed(target: CompatProbeTarget, signal?: AbortSignal
       maxContextLength: window,
     };
   });
+  if (!probe.ok || probe.models.every((m) => m.contextLength !== undefined)) return probe;
+  return withOllamaWindows(target, probe, signal);
+}
+
+/**
+ * Ollama reached through its OpenAI-compatible `/v1` (an `openai` backend at its URL): its
+ * `/v1/models` says no window, and `/v1` cannot set `num_ctx`, so a model runs at the window
+ * Ollama loaded it with — `/api/ps` `context_length` (research/lm-server-protocols.md §2.4, §2.6).
+ * Asked only when the catalog gave no window, and only of a server whose `/api/version` says it is
+ * Ollama; its version is the models' `server`.
+ */
+async function withOllamaWindows(
+  target: CompatProbeTarget,
+  probe: BackendProbe,
+  signal: AbortSignal | undefined,
+): Promise<BackendProbe> {
+  const { signal: combined } = timed(target, signal);
+  const headers = headersOf(target);
+  try {
+    const version = await fetchJson(`${target.baseUrl}/api/version`, { signal: combined, headers });
+    const said = version.status === 200 ? stringField(asRecord(version.body), 'version') : undefined;
+    if (said === undefined) return probe;
+    const ps = await fetchJson(`${target.baseUrl}/api/ps`, { signal: combined, headers });
+    const running = asRecord(ps.body)?.models;
+    const windows = new Map<string, number>();
+    for (const raw of Array.isArray(running) ? running : []) {
+      const entry = asRecord(raw);
+      const name = stringField(entry, 'name') ?? stringField(entry, 'model');
+      const window = numberField(entry, 'context_length');
+      if (name !== undefined && window !== undefined) windows.set(name, window);
+    }
+    const windowOf = (id: string) => windows.get(id) ?? windows.get(`${id}:latest`);
+    return {
+      ...probe,
+      models: probe.models.map((m) => {
+        const window = m.contextLength === undefined ? windowOf(m.id) : undefined;
+        return {
+          ...m,
+          server: m.server ?? `Ollama ${said}`,
+          ...(window === undefined
+            ? {}
+            : {
+                contextLength: window,
+                loaded: true,
+                windowSource: "Ollama's /api/ps context_length (through /v1, which cannot set num_ctx)",
+              }),
+        };
+      }),
+    };
+  } catch {
+    return probe;
+  }
 }
 
 async function probeModelList(
