@@ -12,6 +12,7 @@ import type { Clock, RunLogContents, RunLogStore, RunObserver, SpecialistPack } 
 import { executeTask } from '../run/execute-task.ts';
 import { type ReplayComparison, compareReplay, replayNormalizer } from './compare-replay.ts';
 import { ReplayChatClient } from './replay-chat-client.ts';
+import { lastStepLimit } from './run-history.ts';
 
 /** What the re-run did, beside the comparison. */
 export interface ReplaySummary {
@@ -141,7 +142,8 @@ export class RunReplay {
       runLogStore: store,
       observers: options.observers,
       limits: {
-        maxSteps: start.max_steps,
+        // A resumed run went on under its last resume's limit (`--max-steps N` more).
+        maxSteps: lastStepLimit(run.events, start),
         budgetMs: start.budget_s * 1000,
         // The run's setting is not logged; what it did shows it, else the current config decides.
         recoverTextToolCalls: has('tool_call_recovered')

@@ -4,6 +4,7 @@ import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunEvent, RunEventKind, UsageFields } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
 import { plural } from '../../domain/words.ts';
+import { lastOutcome } from './run-history.ts';
 
 /** How an entry reads at a glance; the CLI maps it to a colour. */
 export type TimelineTone = 'info' | 'call' | 'ok' | 'error' | 'warn' | 'dim';
@@ -55,16 +56,14 @@ export function buildTimeline(run: {
   const first = run.events[0];
   const origin = first === undefined ? 0 : Date.parse(first.ts);
   let start: Extract<RunEvent, { kind: 'run_start' }> | undefined;
-  let end: Extract<RunEvent, { kind: 'run_end' }> | undefined;
+  // The last run_end, unless the run was resumed after it (SPEC §18).
+  const end = lastOutcome(run.events);
   const counted = { steps: 0, toolCalls: 0, toolErrors: 0, rejected: 0, retries: 0 };
   const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (const event of run.events) {
     switch (event.kind) {
       case 'run_start':
         start = event;
-        break;
-      case 'run_end':
-        end = event;
         break;
       case 'llm_request':
         counted.steps = Math.max(counted.steps, event.step);
@@ -213,7 +212,9 @@ export function describeResumed(event: Extract<RunEvent, { kind: 'run_resumed' }
   const settled = event.in_flight.map((call) => `${call.tool} ${call.action}`).join(', ');
   return `resumed after ${event.previous_status} (line ${event.from_seq})${event.pid === undefined ? '' : ` by process ${event.pid}`}${
     event.turn_asked_again ? ' · the unanswered turn is asked again' : ''
-  }${settled === '' ? '' : ` · in flight: ${settled}`}${drift}${event.forced ? ' · forced' : ''}`;
+  }${settled === '' ? '' : ` · in flight: ${settled}`}${drift}${event.forced ? ' · forced' : ''}${
+    event.model === undefined ? '' : ` · ${event.model} on ${event.backend}`
+  }`;
 }
 
 /** One line of at most `max` characters. */

@@ -53,6 +53,25 @@ export interface RunHistory {
 }
 
 /**
+ * The run's outcome: its last `run_end`, unless a `run_resumed` came after it (the run is going
+ * again, or its resuming process died). Every reader of a run's status takes it from here.
+ */
+export function lastOutcome(events: readonly RunEvent[]): EventOf<'run_end'> | undefined {
+  let end: EventOf<'run_end'> | undefined;
+  for (const event of events) {
+    if (event.kind === 'run_end') end = event;
+    else if (event.kind === 'run_resumed') end = undefined;
+  }
+  return end;
+}
+
+/** The step limit the run goes (or went) on under: the last `run_resumed`'s, else `run_start`'s. */
+export function lastStepLimit(events: readonly RunEvent[], start: EventOf<'run_start'>): number {
+  const resumed = events.findLast((event) => event.kind === 'run_resumed');
+  return resumed?.kind === 'run_resumed' ? resumed.max_steps : start.max_steps;
+}
+
+/**
  * Rebuilds a run from its events. Each request logs the messages added since the one before it,
  * from the first one that changed (a compaction rewrites the middle): the conversation is the
  * previous one cut to `messages - new_messages` and the new ones added. A summarising request
@@ -74,7 +93,6 @@ export function runHistory(events: readonly RunEvent[], passReasoningBack: boole
   let usage = ZERO_USAGE;
   let lastPromptTokens = 0;
   let fingerprint: string | undefined;
-  let end: EventOf<'run_end'> | undefined;
   let owner: RunHistory['owner'];
   for (const event of events) {
     if ('step' in event && typeof event.step === 'number') steps = Math.max(steps, event.step);
@@ -122,20 +140,16 @@ export function runHistory(events: readonly RunEvent[], passReasoningBack: boole
         break;
       case 'run_start':
       case 'run_resumed':
-        // A run resumed after its last run_end is going on again: no outcome yet.
-        end = undefined;
         owner =
           event.pid === undefined || event.host === undefined
             ? undefined
             : { pid: event.pid, host: event.host, since: event.ts };
         break;
-      case 'run_end':
-        end = event;
-        break;
       default:
         break;
     }
   }
+  const end = lastOutcome(events);
   const turn =
     reply === undefined ? undefined : answeredTurn(reply, recovered, passReasoningBack, started, answers);
   return {

@@ -1,3 +1,4 @@
+import { lastOutcome } from '../replay/run-history.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
 import type { LivenessCheck, RunOwner } from './liveness-ports.ts';
@@ -42,15 +43,12 @@ const DEFAULT_BUDGET_S = 1800;
 /** Summarises a run from its events; `check` tells a run in progress from an abandoned one. */
 export function summarizeRun(runId: string, events: readonly RunEvent[], check: LivenessCheck): RunSummary {
   let start: Extract<RunEvent, { kind: 'run_start' }> | undefined;
-  let end: Extract<RunEvent, { kind: 'run_end' }> | undefined;
+  const end = lastOutcome(events);
   let steps = 0;
   // Until run_end records the totals, the tokens so far are those of the responses so far.
   let tokens = 0;
   for (const event of events) {
     if (event.kind === 'run_start') start = event;
-    else if (event.kind === 'run_end') end = event;
-    // Resumed after its run_end (SPEC §18): going again, and its last run_end will be the outcome.
-    else if (event.kind === 'run_resumed') end = undefined;
     else if (event.kind === 'llm_request') steps = Math.max(steps, event.step);
     else if (event.kind === 'llm_response') tokens += event.usage.total_tokens;
   }

@@ -15,6 +15,7 @@ export function mcpHandler(fabric: Fabric, hub: RunHub, log: (line: string) => v
     runs: fabric.runReadModel({ live: liveRuns(hub) }),
     catalog: fabric.catalog,
     run: (request) => hub.run(request),
+    resume: (request) => fabric.resume(request),
   };
   return async (c) => {
     const server = createFabricMcpServer(services, { log: (line) => log(`mcp: ${line}`) });

@@ -26,6 +26,28 @@ export const GetRunInput = v.object({
   run_id: v.pipe(v.string(), v.minLength(1), v.description('a run id, as run_task returns it')),
 });
 
+/** The input of `resume_run`: as `fabric resume`. */
+export const ResumeRunInput = v.object({
+  run_id: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.description('the run to go on with (a run id, or a unique prefix)'),
+  ),
+  max_steps: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.description(
+        'this many more model turns (required for a run that ended at its step limit; default: what its limit left)',
+      ),
+    ),
+  ),
+  force: v.optional(
+    v.pipe(v.boolean(), v.description('go on although the config or pack changed since the run started')),
+  ),
+});
+
 const NoInput = v.object({});
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
@@ -47,7 +69,7 @@ const RUN_RESULT_SCHEMA: JsonSchema = {
   required: ['run_id', 'status', 'payload', 'error', 'model', 'backend', 'steps', 'usage', 'runlog'],
 };
 
-/** What `tools/list` answers: the fabric's four tools, with JSON schemas derived from valibot. */
+/** What `tools/list` answers: the fabric's tools, with JSON schemas derived from valibot. */
 export const FABRIC_TOOLS = [
   {
     name: 'run_task',
@@ -55,6 +77,14 @@ export const FABRIC_TOOLS = [
     description:
       "Runs a task with one of the fabric's specialists on a local model (LM Studio or Ollama) until it calls finish_task, and returns the RunResult (status, payload, steps, usage, runlog). Sends a progress notification per step and tool call when the request carries a progressToken. Cancelling the request cancels the run.",
     inputSchema: jsonSchemaOf(RunTaskInput),
+    outputSchema: RUN_RESULT_SCHEMA,
+  },
+  {
+    name: 'resume_run',
+    title: 'Resume a run',
+    description:
+      'Goes on with a run whose process stopped (interrupted, cancelled), that ended at its step limit (with max_steps more) or because no backend answered: the same run id, its conversation rebuilt from its runlog, no recorded model turn asked again, no edit or command repeated unless that is safe. A run that cannot go on is a tool error starting with run_not_resumable and saying why and what to do. Returns the RunResult; progress as run_task.',
+    inputSchema: jsonSchemaOf(ResumeRunInput),
     outputSchema: RUN_RESULT_SCHEMA,
   },
   {

@@ -121,6 +121,37 @@ const END: RunEventInput = {
 };
 
 describe('buildTimeline', () => {
+  it('takes a run resumed after its run_end as going again, and its last run_end as its outcome', () => {
+    const stopped: RunEventInput = { ...END, status: 'max_steps', payload: null, steps: 1 };
+    const resumed: RunEventInput = {
+      kind: 'run_resumed',
+      from_seq: CONVERSION.length + 1,
+      previous_status: 'max_steps',
+      max_steps: 4,
+      backend: 'lm_studio http://127.0.0.1:1234',
+      model: 'qwen/qwen3-coder-30b',
+      forced: false,
+      drift: [],
+      in_flight: [],
+      turn_asked_again: false,
+    };
+    const going = buildTimeline({
+      runId: 'run-1',
+      events: stamp([...CONVERSION, stopped, resumed]),
+      torn: false,
+    });
+    expect(going.totals.status).toBe('running');
+    expect(going.entries.at(-1)?.text).toBe(
+      `↺ resumed after max_steps (line ${CONVERSION.length + 1}) · qwen/qwen3-coder-30b on lm_studio http://127.0.0.1:1234`,
+    );
+    const ended = buildTimeline({
+      runId: 'run-1',
+      events: stamp([...CONVERSION, stopped, resumed, END]),
+      torn: false,
+    });
+    expect(ended.totals).toMatchObject({ status: 'succeeded', steps: 3 });
+  });
+
   it('gives one entry per runlog line with its step, its offset from the start and a one-line text', () => {
     const timeline = buildTimeline({ runId: 'run-1', events: stamp([...CONVERSION, END]), torn: false });
     expect(timeline.entries).toHaveLength(CONVERSION.length + 1);

@@ -193,6 +193,26 @@ describe('fabric resume after the run was killed', () => {
       cwd: sandbox.dir,
     });
     expect(JSON.parse(listed.stdout)).toMatchObject({ runs: [{ run_id: runId, status: 'succeeded' }] });
+    // Replay reads the resumed run as one: the resume on its timeline, and the re-run given the
+    // steps the resume gave, so it ends as the run did.
+    const replay = (extra: readonly string[]) =>
+      runFabricInProcess(['replay', runId, '--json', '--config', sandbox?.configPath ?? '', ...extra], {
+        env,
+        cwd: sandbox?.dir ?? '',
+      });
+    const timeline = JSON.parse((await replay([])).stdout) as {
+      entries: { kind: string; text: string }[];
+      totals: { status: string };
+    };
+    expect(timeline.totals.status).toBe('succeeded');
+    expect(timeline.entries.find((entry) => entry.kind === 'run_resumed')?.text).toBe(
+      `↺ resumed after max_steps (line ${ends[0]?.seq}) by process ${process.pid} · ${MODEL} on lm_studio ${llm.url}`,
+    );
+    const executed = await replay(['--execute']);
+    expect(JSON.parse(executed.stdout), executed.stderr).toMatchObject({
+      identical: true,
+      replay: { status: 'succeeded' },
+    });
   });
 
   it('resumes through POST /v1/runs/:id/resume (202 and Location), and answers 409 for a run that succeeded', async () => {

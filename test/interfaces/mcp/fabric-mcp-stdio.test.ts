@@ -51,6 +51,7 @@ describe('fabric mcp, driven by the official SDK client over stdio', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual([
       'run_task',
+      'resume_run',
       'list_specialists',
       'get_run',
       'list_models',
@@ -126,6 +127,35 @@ describe('fabric mcp, driven by the official SDK client over stdio', () => {
     expect(alive()).toBe(false);
     // StdioClientTransport sends SIGTERM only after 2 s: under that, the server left by itself.
     expect(Date.now() - started).toBeLessThan(1900);
+  });
+
+  it('resumes a run with resume_run, and refuses with the code and the fix as a tool error', async () => {
+    const first = await client.callTool({
+      name: 'run_task',
+      arguments: { specialist: 'units', task: 'Convert 3 km to miles', max_steps: 1 },
+    });
+    const run = first.structuredContent as unknown as RunResult;
+    expect(run.status).toBe('max_steps');
+    const without = await client.callTool({ name: 'resume_run', arguments: { run_id: run.run_id } });
+    expect(without.isError).toBe(true);
+    const refused = (without.content as { text: string }[])[0]?.text ?? '';
+    expect(refused.startsWith(`run_not_resumable: Run ${run.run_id} cannot be resumed`)).toBe(true);
+    expect(refused).toContain('Give it more with --max-steps N');
+    const progress: Progress[] = [];
+    const resumed = await client.callTool(
+      { name: 'resume_run', arguments: { run_id: run.run_id, max_steps: 3 } },
+      undefined,
+      { onprogress: (update) => progress.push(update) },
+    );
+    expect(resumed.isError, JSON.stringify(resumed.content)).not.toBe(true);
+    expect(resumed.structuredContent).toMatchObject({ run_id: run.run_id, status: 'succeeded' });
+    expect(progress.length).toBeGreaterThan(0);
+    const again = await client.callTool({ name: 'resume_run', arguments: { run_id: run.run_id } });
+    expect(again.isError).toBe(true);
+    expect((again.content as { text: string }[])[0]?.text).toContain('run_not_resumable: Run');
+    expect((again.content as { text: string }[])[0]?.text).toContain(
+      'it succeeded: there is nothing to resume',
+    );
   });
 
   it('answers bad requests with tool errors', async () => {

@@ -55,6 +55,7 @@ describe('get_run', () => {
         registry: fabric.registry,
         catalog: fabric.catalog,
         run: (request) => fabric.run(request),
+        resume: (request) => fabric.resume(request),
         runs: fabric.runReadModel(),
       });
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();

@@ -66,18 +66,21 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
   // Runs in flight when the client goes away are cancelled by the SDK; they are awaited so that
   // each one closes its pack (MCP subprocesses) and writes its run_end before the process exits.
   const inflight = new Set<Promise<unknown>>();
+  const tracked = <T>(run: Promise<T>): Promise<T> => {
+    inflight.add(run);
+    run.then(
+      () => inflight.delete(run),
+      () => inflight.delete(run),
+    );
+    return run;
+  };
   const services: FabricMcpServices = {
     registry: fabric.registry,
     runs: fabric.runReadModel(),
     catalog: fabric.catalog,
+    resume: (request) => tracked(fabric.resume(request)),
     run: (request) => {
-      const run = fabric.run(request);
-      inflight.add(run);
-      run.then(
-        () => inflight.delete(run),
-        () => inflight.delete(run),
-      );
-      return run;
+      return tracked(fabric.run(request));
     },
   };
   const server = createFabricMcpServer(services, {
