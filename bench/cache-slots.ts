@@ -25,10 +25,10 @@ const PREFILL_PER_S = 1000;
 const TURN_S = 20 / 40;
 /**
  * How much faster the fake prefills than the simulated GPU: fast enough for a quick bench, slow
- * enough that a hold (a cold prefill, ≥ 250 tokens: ≥ 50 ms) outlasts the fabric's own time
+ * enough that a hold (a cold prefill, ≥ 250 tokens: ≥ 125 ms) outlasts the fabric's own time
  * between a run's requests even on a loaded machine.
  */
-const SPEEDUP = 5;
+const SPEEDUP = 2;
 
 /** The prompt a server's template would see: the tools first, then the messages. */
 function rendered(body: unknown): string {

@@ -29,6 +29,13 @@ export function resolveLlm(llm: ParsedLlm, env: Environment, source: string, raw
         `${source}: llm.backends[${index}] (${backend.kind}): ${extra.join(', ')} is not taken for ${backend.kind}, only url. Remove it.`,
       );
   }
+  for (const { backend, index } of lmStudio) {
+    if (backend.parallel !== undefined)
+      throw new FabricError(
+        'config_invalid',
+        `${source}: llm.backends[${index}] (lm_studio): parallel is not taken for lm_studio, which says its slots itself (config.parallel). Remove it.`,
+      );
+  }
   if (ollama.length > 1 || (ollama.length === 1 && file.ollama_url !== undefined))
     throw new FabricError(
       'config_invalid',
@@ -48,6 +55,7 @@ export function resolveLlm(llm: ParsedLlm, env: Environment, source: string, raw
     ...llm,
     lm_studio_urls: lmStudioUrls,
     ollama_url: normalizeOllamaHost(ollamaUrl),
+    ollama_parallel: ollama[0]?.backend.parallel ?? llm.ollama_parallel,
     backends: resolveBackends(others, env, source),
   };
 }

@@ -104,11 +104,19 @@ export const BackendSchema = v.strictObject({
   rate_limit: v.optional(v.strictObject({ requests_per_minute: positiveInt })),
   /** How long a llama-server still loading its model is waited for at discovery. */
   load_wait_s: v.optional(positiveInt, 120),
+  /**
+   * The requests the server serves at once, where it does not say: Ollama's `OLLAMA_NUM_PARALLEL`
+   * (llama-server says its `total_slots`, which this overrides). With it, the fabric schedules the
+   * server's slots (ADR 0015) instead of sending every request at once.
+   */
+  parallel: v.optional(positiveInt),
 });
 
 export const LlmSchema = v.strictObject({
   lm_studio_urls: v.optional(v.array(nonEmpty), ['http://localhost:1234']),
   ollama_url: v.optional(nonEmpty, 'http://localhost:11434'),
+  /** The requests Ollama serves at once (its `OLLAMA_NUM_PARALLEL`, which it does not report); unset: no slot scheduling. */
+  ollama_parallel: v.optional(positiveInt),
   /** Aliases: a specialist's `model: coder` means `models.coder`. */
   models: v.optional(v.record(v.string(), nonEmpty), {}),
   request_timeout_s: v.optional(positiveInt, 600),

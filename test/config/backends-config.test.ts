@@ -109,6 +109,14 @@ describe('llm.backends in the config', () => {
     expect(await failure([{ kind: 'lm_studio', url: 'http://a:1234', api_key_env: 'K' }])).toMatch(
       /llm\.backends\[0\] \(lm_studio\): api_key_env is not taken for lm_studio, only url\. Remove it\./,
     );
+    expect(await failure([{ kind: 'lm_studio', url: 'http://a:1234', parallel: 2 }])).toMatch(
+      /llm\.backends\[0\] \(lm_studio\): parallel is not taken for lm_studio, which says its slots itself \(config\.parallel\)\. Remove it\./,
+    );
+  });
+
+  it("takes an Ollama entry's parallel as llm.ollama_parallel (Ollama does not report OLLAMA_NUM_PARALLEL)", async () => {
+    const config = await load([{ kind: 'ollama', url: 'http://c:11434', parallel: 2 }]);
+    expect(config.llm.ollama_parallel).toBe(2);
   });
 
   it('refuses an unknown kind, a key in the file, a twice-used name', async () => {

@@ -15,6 +15,7 @@ import { LmStudioBackend } from './lmstudio/lmstudio-backend.ts';
 import { OllamaCatalog } from './ollama/ollama-catalog.ts';
 import { OllamaChatClient } from './ollama/ollama-chat-client.ts';
 import { type ChatRoute, RoutingChatClient } from './routing-chat-client.ts';
+import { SlottedChatClient } from './slots/slotted-chat-client.ts';
 
 /** One backend as the router sees it: its health key, its client, and which probes are its own. */
 interface Source {
@@ -85,12 +86,27 @@ export class LlmBackends {
               owns: (p: BackendProbe) => p.backend === 'lm_studio',
             },
           ]),
-      { key: `ollama ${llm.ollama_url}`, client: ollama, owns: (p) => p.backend === 'ollama' },
-      ...listed.map((backend) => ({
-        key: `${backend.kind} ${backend.baseUrl}`,
-        client: backend.chatClient(),
-        owns: (p: BackendProbe) => p.backend === backend.kind && p.baseUrl === backend.baseUrl,
-      })),
+      {
+        key: `ollama ${llm.ollama_url}`,
+        // Ollama does not report its OLLAMA_NUM_PARALLEL: the config says it, or no scheduling.
+        client: new SlottedChatClient(ollama, () => llm.ollama_parallel),
+        owns: (p) => p.backend === 'ollama',
+      },
+      ...listed.map((backend, index) => {
+        const owns = (p: BackendProbe) => p.backend === backend.kind && p.baseUrl === backend.baseUrl;
+        // The slots the entry's config says, else the server's own (llama-server's total_slots).
+        const slotsOf = (model: string) =>
+          llm.backends[index]?.parallel ??
+          this.#probes
+            .filter(owns)
+            .flatMap((p) => p.models)
+            .find((m) => sameModel(m.id, model))?.parallel;
+        return {
+          key: `${backend.kind} ${backend.baseUrl}`,
+          client: new SlottedChatClient(backend.chatClient(), slotsOf),
+          owns,
+        };
+      }),
     ];
     const catalogs: ModelCatalog[] = [
       ...(lmStudio ? [lmStudio] : []),

@@ -1,16 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatRequest } from '../../../src/application/ports.ts';
 import { HealthBook } from '../../../src/infrastructure/llm/health-book.ts';
 import { LmStudioBackend } from '../../../src/infrastructure/llm/lmstudio/lmstudio-backend.ts';
-import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
-import { RETRY, ask, fake, stopFakesAfterEach } from './llm-test-kit.ts';
+import type { FakeLlmServer } from '../../support/fake-llm-server.ts';
+import { RETRY, fake, stopFakesAfterEach } from './llm-test-kit.ts';
+import { readUntilFinish, reportingPrefill, runRequest, servedRuns, toolRuns } from './slot-test-kit.ts';
 
 stopFakesAfterEach();
 
 // One slot: LM Studio's `config.parallel: 1`, as older builds and Ollama without OLLAMA_NUM_PARALLEL.
 const MODEL = { id: 'qwen/qwen3-coder-30b', toolUse: true, loaded: true, parallel: 1 };
-const READ: ScriptedTurn = { reply: { toolCalls: [{ name: 'read_file', arguments: { path: 'a.rs' } }] } };
-const DONE: ScriptedTurn = { reply: { content: 'done' } };
 
 /** A GPU server with one slot that prefills 2,000 tokens a second; "finish" in a task ends the run. */
 async function oneSlotServer(): Promise<FakeLlmServer> {
@@ -19,7 +17,7 @@ async function oneSlotServer(): Promise<FakeLlmServer> {
     lmStudioV1Api: true,
     models: [MODEL],
     prefillTokensPerSecond: 2000,
-    respond: ({ messages }) => (messages.some((m) => m.content.includes('finish')) ? DONE : READ),
+    respond: readUntilFinish,
   });
 }
 
@@ -28,14 +26,11 @@ async function oneSlotServer(): Promise<FakeLlmServer> {
  * of `tokensPerSecond` (prompt_n tokens in prompt_ms): its own figure, not this machine's clock.
  */
 async function reportingServer(tokensPerSecond: number): Promise<FakeLlmServer> {
-  const timings = { cache_n: 0, prompt_n: 1000, prompt_ms: (1000 / tokensPerSecond) * 1000 };
-  const reported = (turn: ScriptedTurn): ScriptedTurn =>
-    'reply' in turn ? { reply: { ...turn.reply, timings } } : turn;
   return fake({
     flavor: 'lm_studio',
     lmStudioV1Api: true,
     models: [MODEL],
-    respond: ({ messages }) => reported(messages.some((m) => m.content.includes('finish')) ? DONE : READ),
+    respond: (request) => reportingPrefill(readUntilFinish(request), tokensPerSecond),
   });
 }
 
@@ -50,18 +45,9 @@ async function chatOn(server: FakeLlmServer) {
   return lm.chatClient();
 }
 
-/** A request of run `run`; `padding` characters make its prompt long (a cold prefill of it, slow). */
-function of(run: string, task: string, padding = 0, signal?: AbortSignal): ChatRequest {
-  return { ...ask(MODEL.id, `${run}: ${task} ${'x'.repeat(padding)}`, signal), affinity: run };
-}
-
-/** Which run sent each request the server received, in order. */
-function served(server: FakeLlmServer): string[] {
-  return server.chatRequests().map((r) => {
-    const messages = (r.body as { messages: { content: string }[] }).messages;
-    return messages[0]!.content.split(':')[0]!;
-  });
-}
+const of = (run: string, task: string, padding = 0, signal?: AbortSignal) =>
+  runRequest(MODEL.id, run, task, padding, signal);
+const served = servedRuns;
 
 describe('one slot shared by several runs', () => {
   it('holds the slot for a run while its tool runs, and hands it over when the tool runs long', async () => {
@@ -102,7 +88,7 @@ describe('one slot shared by several runs', () => {
     await chat.complete(of('a', 'read', 2000));
     const b = chat.complete(of('b', 'read'));
     // a's tool takes a moment; timed from the answer (a few ms) the hold would be over by now.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await toolRuns();
     await chat.complete(of('a', 'finish'));
     await b;
     expect(served(server)).toEqual(['a', 'a', 'b']);
@@ -115,7 +101,7 @@ describe('one slot shared by several runs', () => {
     const chat = await chatOn(server);
     await chat.complete(of('a', 'read', 100_000));
     const b = chat.complete(of('b', 'read'));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await toolRuns();
     await chat.complete(of('a', 'finish'));
     await b;
     expect(served(server)).toEqual(['a', 'a', 'b']);

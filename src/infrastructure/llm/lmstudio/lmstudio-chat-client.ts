@@ -2,7 +2,7 @@ import type { ChatClient, ChatRequest, ChatStreamEvent, ChatTurn } from '../../.
 import { FabricError } from '../../../domain/errors.ts';
 import { OpenAiChatClient, type OpenAiChatClientOptions } from '../openai-chat-client.ts';
 import type { ServerPool } from './server-pool.ts';
-import type { Prefill } from './slot-scheduler.ts';
+import { prefillOf, promptTokens } from '../slots/slot-tickets.ts';
 
 /** What every LM Studio server's client shares. */
 export type LmStudioClientOptions = Omit<OpenAiChatClientOptions, 'backend' | 'baseUrl'>;
@@ -108,20 +108,6 @@ export class LmStudioChatClient implements ChatClient {
     // Runs end without saying so here: the oldest keys go once there are many.
     if (this.#sticky.size > STICKY_RUNS) this.#sticky.delete(this.#sticky.keys().next().value as string);
   }
-}
-
-/** A request's prompt in tokens, as a server's template renders it: tools, then messages, 4 characters a token. */
-function promptTokens(request: ChatRequest): number {
-  return Math.ceil(JSON.stringify({ tools: request.tools, messages: request.messages }).length / 4);
-}
-
-/**
- * The turn's prefill: as the server reports it (llama-server `timings.prompt_n`/`prompt_ms`), else
- * its uncached prompt tokens (the server's `cache_n` where it says) and the ms before its first token.
- */
-function prefillOf(turn: ChatTurn, ms: number): Prefill {
-  if (turn.usage.prefill !== undefined) return { ...turn.usage.prefill, reported: true };
-  return { tokens: turn.usage.promptTokens - (turn.usage.cachedTokens ?? 0), ms };
 }
 
 /** How many runs' servers are remembered. */

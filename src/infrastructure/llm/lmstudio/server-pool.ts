@@ -1,7 +1,8 @@
 import type { BackendProbe } from '../../../application/ports.ts';
 import { sameModel } from '../../../application/models/resolve-model.ts';
 import type { HealthBook } from '../health-book.ts';
-import { type Prefill, SlotScheduler } from './slot-scheduler.ts';
+import { type Prefill, SlotScheduler } from '../slots/slot-scheduler.ts';
+import { RunRanks } from '../slots/slot-tickets.ts';
 
 interface ServerState {
   readonly url: string;
@@ -12,7 +13,7 @@ interface ServerState {
   inFlight: number;
   /** Per loaded model: how many requests it serves at once (`config.parallel`), from the last probe. */
   parallel: ReadonlyMap<string, number>;
-  /** Per model with known parallelism: its slots (slot-scheduler.ts). */
+  /** Per model with known parallelism: its slots (../slots/slot-scheduler.ts). */
   slots: Map<string, SlotScheduler>;
 }
 
@@ -40,9 +41,8 @@ export class ServerPool {
   readonly #servers: ServerState[];
   readonly #health: HealthBook;
   #turn = 0;
-  /** Each run's place in start order (first request seen), for the slots' queues. */
-  readonly #ranks = new Map<string, number>();
-  #nextRank = 0;
+  /** Each run's place in start order, for the slots' queues. */
+  readonly #ranks = new RunRanks();
 
   constructor(urls: readonly string[], health: HealthBook) {
     this.#servers = urls.map((url) => ({
@@ -105,7 +105,7 @@ export class ServerPool {
    * Takes one of the server's slots for the model (SPEC §17): a server is not sent more requests
    * for a model at once than it serves in parallel (`config.parallel`); past that a request waits
    * for a slot rather than queue inside the server and push out a cached prompt. The slots are
-   * scheduled by slot-scheduler.ts: runs in start order, a slot held for its run while the run's
+   * scheduled by ../slots/slot-scheduler.ts: runs in start order, a slot held for its run while the run's
    * tool executes. Unknown parallelism: no limit. Aborting the signal stops the wait.
    */
   async acquire(url: string, request: SlotRequest): Promise<(outcome?: SlotOutcome) => void> {
@@ -115,7 +115,7 @@ export class ServerPool {
     const slots = key === undefined ? undefined : server.slots.get(key);
     const ticket = {
       run: request.run,
-      rank: this.#rank(request.run),
+      rank: this.#ranks.of(request.run),
       tokens: request.tokens,
       signal: request.signal,
     };
@@ -138,18 +138,6 @@ export class ServerPool {
     };
   }
 
-  /** A run's place in start order; a request with no run goes after every run seen so far. */
-  #rank(run: string | undefined): number {
-    if (run === undefined) return this.#nextRank++;
-    const known = this.#ranks.get(run);
-    if (known !== undefined) return known;
-    const rank = this.#nextRank++;
-    this.#ranks.set(run, rank);
-    // Runs end without saying so here: the oldest go once there are many.
-    if (this.#ranks.size > RANKED_RUNS) this.#ranks.delete(this.#ranks.keys().next().value as string);
-    return rank;
-  }
-
   markDown(url: string, reason: string): void {
     this.#health.markDown(ServerPool.key(url), reason);
   }
@@ -166,6 +154,3 @@ export class ServerPool {
     return `lm_studio ${url}`;
   }
 }
-
-/** How many runs' start order is remembered. */
-const RANKED_RUNS = 4096;
