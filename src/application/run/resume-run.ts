@@ -24,6 +24,8 @@ export interface ResumeRequest {
   readonly observers?: readonly RunObserver[];
   readonly signal: AbortSignal;
   readonly onNotice?: (message: string) => void;
+  /** As `RunRequest.fence`: a queue worker's hold on the run. */
+  readonly fence?: () => Error | undefined;
 }
 
 export interface ResumeDeps {
@@ -82,6 +84,7 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
       ...(request.onNotice === undefined ? {} : { onNotice: request.onNotice }),
       ...(start.tags === undefined ? {} : { tags: start.tags }),
       resume: { history, previousStatus, forced: request.force === true },
+      ...(request.fence === undefined ? {} : { fence: request.fence }),
     });
   } catch (error) {
     // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.

@@ -306,6 +306,7 @@ export class RunStarter {
         ? {}
         : { fingerprint: this.#deps.fingerprints(workspace, request.runId) }),
       ...(request.resume === undefined ? {} : { resume: request.resume }),
+      ...(request.fence === undefined ? {} : { fence: request.fence }),
     });
   }
 }
