@@ -67,9 +67,9 @@ export async function composeQueueWorker(
     deadAfterMs: fabric.config.worker.dead_after_s * 1000,
     maxResumes: fabric.config.worker.max_resumes,
     log,
-    execute: (run, signal, lease) => {
+    execute: (run, signal, lease, fence) => {
       store.fence(lease.runId, lease.token);
-      return jobs(run, signal, lease);
+      return jobs(run, signal, lease, fence);
     },
   });
   return { identity, run: (signal) => worker.run(signal) };

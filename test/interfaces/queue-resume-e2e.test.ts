@@ -98,6 +98,39 @@ describe('queue workers resume the runs of a worker that died', () => {
     await second.proc;
   }, 120_000);
 
+  it('fences a worker paused past its lease: once another resumed its run, it writes nothing more to it', async () => {
+    const paused = await cluster.startWorker('paused', { runsDir: shared });
+    const task = 'Convert, paused: steps=10 delay=300';
+    const id = await cluster.enqueue(task);
+    await until('three model turns', async () => (turnsAsked(task).length >= 3 ? true : undefined));
+    paused.proc.kill('SIGSTOP');
+    const inFlight = turnsAsked(task).at(-1);
+    const other = await cluster.startWorker('other', { runsDir: shared });
+    await until('the resume', async () =>
+      cluster.log(other.proc).includes(`run ${id} resumed`) ? true : undefined,
+    );
+    paused.proc.kill('SIGCONT');
+    await until('the paused worker to give the run up', async () =>
+      cluster.log(paused.proc).includes(`run ${id} given up: its lease`) ? true : undefined,
+    );
+    expect(await cluster.ended(id)).toBe('succeeded');
+    // One writer at a time: every line's seq once, in order, one end; no turn asked twice but the one in flight.
+    const lines = await runlog(id);
+    expect(lines.map((line) => line.seq)).toEqual(lines.map((_, i) => i + 1));
+    expect(lines.filter((line) => line.kind === 'run_end').map((line) => line.status)).toEqual(['succeeded']);
+    const asked = turnsAsked(task);
+    expect(asked.filter((turn, i) => asked.indexOf(turn) !== i).every((turn) => turn === inFlight)).toBe(
+      true,
+    );
+    expect(cluster.log(paused.proc)).not.toContain(`run ${id} ended`);
+    const row = await cluster.row(id);
+    expect(row).toMatchObject({ status: 'succeeded', resumes: 1, last_seq: lines.length });
+    for (const worker of [paused, other]) {
+      worker.proc.kill('SIGTERM');
+      await worker.proc;
+    }
+  }, 120_000);
+
   it('leaves interrupted, saying why, a run whose workers died more than worker.max_resumes times', async () => {
     const task = 'Convert, and die twice: steps=20 delay=300';
     const first = await cluster.startWorker('first-of-two', { runsDir: shared });

@@ -23,7 +23,13 @@ import { plural } from '../../domain/words.ts';
  * written). Every write for the run is to be fenced on `lease.token`. A lease with `resumes` above
  * 0 is a run whose worker died: it is resumed from its runlog (SPEC §18), not started.
  */
-export type ExecuteQueuedRun = (run: QueuedRun, signal: AbortSignal, lease: RunLease) => Promise<void>;
+export type ExecuteQueuedRun = (
+  run: QueuedRun,
+  signal: AbortSignal,
+  lease: RunLease,
+  /** Asked before each runlog line: an error once this worker lost the run (nothing more is written). */
+  fence: () => Error | undefined,
+) => Promise<void>;
 
 /** What a worker is built from. */
 export interface QueueWorkerOptions {
@@ -53,6 +59,8 @@ interface Running {
   lease: RunLease | null;
   /** When the last renewal that succeeded was sent (the database's expiry is later). */
   renewedAt: number;
+  /** Set once the run is lost (its lease taken, or expired unrenewed): it writes nothing more. */
+  lost: Error | null;
 }
 
 /**
@@ -123,7 +131,13 @@ export class QueueWorker {
     const { registry, execute, log, deadAfterMs } = this.#options;
     const { runId } = job.run;
     const controller = new AbortController();
-    const running: Running = { controller, done: Promise.resolve(), lease: null, renewedAt: this.#now() };
+    const running: Running = {
+      controller,
+      done: Promise.resolve(),
+      lease: null,
+      renewedAt: this.#now(),
+      lost: null,
+    };
     running.done = (async () => {
       const lease = await this.#guard(
         'record a taken run',
@@ -171,8 +185,13 @@ export class QueueWorker {
           : `started (${job.run.specialist})`;
       log(`run ${runId} ${started}`, { run_id: runId });
       try {
-        await execute(job.run, controller.signal, lease);
+        await execute(job.run, controller.signal, lease, () => this.#fence(runId, running));
       } catch (error) {
+        if (running.lost !== null) {
+          // Another worker may have it now: nothing more is written for it from here, not even its end.
+          log(`run ${runId} given up: ${running.lost.message}`, { run_id: runId });
+          return;
+        }
         const code = (error as { code?: unknown }).code;
         if (resumes > 0) {
           // What it did is in its runlog, out of this worker's reach or not to go on: it stays interrupted, with why.
@@ -226,6 +245,7 @@ export class QueueWorker {
     // periods of margin (half the lease at most) keep the stop ahead of any reaper.
     const limit = deadAfterMs - Math.min(2 * heartbeatMs, deadAfterMs / 2);
     for (const [runId, running] of this.#running) {
+      if (this.#fence(runId, running) !== undefined) continue;
       if (running.controller.signal.aborted || now - running.renewedAt <= limit) continue;
       this.#interrupt(
         runId,
@@ -236,6 +256,28 @@ export class QueueWorker {
     this.#beating ??= this.#beat().finally(() => {
       this.#beating = null;
     });
+  }
+
+  /**
+   * The run's fence: lost once a renewal found the lease gone, or once the lease has certainly
+   * expired unrenewed (this process was paused or cut off past it): the reaper may have handed
+   * the run on, and the worker that resumes it appends to the same runlog.
+   */
+  #fence(runId: string, running: Running): Error | undefined {
+    if (running.lost === null && this.#now() - running.renewedAt > this.#options.deadAfterMs)
+      this.#lose(
+        runId,
+        running,
+        `its lease expired unrenewed (worker.dead_after_s ${this.#options.deadAfterMs / 1000} s), so another worker may have it; this worker writes nothing more to it`,
+      );
+    return running.lost ?? undefined;
+  }
+
+  #lose(runId: string, running: Running, why: string): void {
+    if (running.lost !== null) return;
+    running.lost = new Error(why);
+    this.#options.log(`run ${runId} lost: ${why}`, { run_id: runId });
+    running.controller.abort(running.lost);
   }
 
   #interrupt(runId: string, running: Running, why: string): void {
@@ -299,8 +341,12 @@ export class QueueWorker {
     const kept = new Set(renewed);
     for (const [runId, running] of held) {
       if (kept.has(runId)) running.renewedAt = Math.max(running.renewedAt, sent);
-      else if (!running.controller.signal.aborted)
-        this.#interrupt(runId, running, 'its lease was lost (it was marked interrupted meanwhile)');
+      else
+        this.#lose(
+          runId,
+          running,
+          'its lease was lost (reaped, or taken by another worker meanwhile); this worker writes nothing more to it',
+        );
     }
   }
 

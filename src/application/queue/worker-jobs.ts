@@ -34,6 +34,7 @@ export interface WorkerJobsDeps {
     readonly run: string;
     readonly signal: AbortSignal;
     readonly onNotice: (message: string) => void;
+    readonly fence?: () => Error | undefined;
   }) => Promise<RunResult>;
   /** Battery cells' jobs. */
   readonly cellJob: QueuedCellJob;
@@ -50,8 +51,14 @@ export function workerJobs({
   resumeTask,
   cellJob,
   log,
-}: WorkerJobsDeps): (run: QueuedRun, signal: AbortSignal, lease?: RunLease) => Promise<void> {
-  return async (run, signal, lease) => {
+}: WorkerJobsDeps): (
+  run: QueuedRun,
+  signal: AbortSignal,
+  lease?: RunLease,
+  fence?: () => Error | undefined,
+) => Promise<void> {
+  return async (run, signal, lease, fence) => {
+    const held = fence === undefined ? {} : { fence };
     const onNotice = (message: string) => log(`run ${run.runId}: ${message}`, { run_id: run.runId });
     if ((lease?.resumes ?? 0) > 0) {
       if (run.cell !== undefined)
@@ -59,7 +66,7 @@ export function workerJobs({
           'run_not_resumable',
           'a battery cell runs in its own copy of the battery workspace and is not resumed by another worker; run the battery again for it.',
         );
-      await resumeTask({ run: run.runId, signal, onNotice });
+      await resumeTask({ run: run.runId, signal, onNotice, ...held });
       return;
     }
     if (run.cell !== undefined) {
@@ -75,6 +82,7 @@ export function workerJobs({
       runId: run.runId,
       signal,
       onNotice,
+      ...held,
     });
   };
 }

@@ -8,6 +8,12 @@ import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
 export interface ExecuteTaskInput {
+  /**
+   * Asked before each runlog line: an error means this process lost the run (a queue worker whose
+   * lease another took, or expired unrenewed): nothing more is written, no model request is sent,
+   * and the run rejects with that error (SPEC §18: one process appends to a run at a time).
+   */
+  readonly fence?: () => Error | undefined;
   readonly specialist: string;
   readonly task: string;
   readonly pack: SpecialistPack;

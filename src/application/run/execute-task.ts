@@ -25,7 +25,7 @@ const FINAL_TURN_GRACE_MS = 120_000;
 export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   const runId = input.runId ?? newRunId(input.clock);
   const log = await openLog(input.runLogStore, runId, input.resume !== undefined);
-  const recorder = new RunRecorder(log, input.observers ?? []);
+  const recorder = new RunRecorder(log, input.observers ?? [], input.fence);
   const started = Date.now();
   const state: RunState = { steps: 0, usage: ZERO_USAGE as Usage, last: undefined, cached: undefined };
   let status: RunStatus = 'failed';

@@ -25,6 +25,8 @@ export interface ResumeRequest {
   readonly observers?: readonly RunObserver[];
   readonly signal: AbortSignal;
   readonly onNotice?: (message: string) => void;
+  /** As `RunRequest.fence`: a queue worker's hold on the run. */
+  readonly fence?: () => Error | undefined;
 }
 
 export interface ResumeDeps {
@@ -87,6 +89,7 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
         forced: request.force === true,
         previous: lastServer(contents.events, start),
       },
+      ...(request.fence === undefined ? {} : { fence: request.fence }),
     });
   } catch (error) {
     // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.

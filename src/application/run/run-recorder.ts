@@ -5,10 +5,13 @@ import type { RunLog, RunObserver } from '../ports.ts';
 export class RunRecorder {
   readonly #log: RunLog;
   readonly #observers: readonly RunObserver[];
+  readonly #fence: (() => Error | undefined) | undefined;
 
-  constructor(log: RunLog, observers: readonly RunObserver[]) {
+  /** `fence`: asked before each line; an error (the run lost to another process) is thrown instead. */
+  constructor(log: RunLog, observers: readonly RunObserver[], fence?: () => Error | undefined) {
     this.#log = log;
     this.#observers = observers;
+    this.#fence = fence;
   }
 
   get location(): string {
@@ -16,6 +19,8 @@ export class RunRecorder {
   }
 
   async record(event: RunEventInput): Promise<RunEvent> {
+    const lost = this.#fence?.();
+    if (lost !== undefined) throw lost;
     const stamped = await this.#log.append(event);
     for (const observer of this.#observers) {
       try {

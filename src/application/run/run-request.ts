@@ -31,6 +31,12 @@ export interface RunRequest {
   readonly waitForWorkspace?: boolean;
   /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
   readonly tags?: Readonly<Record<string, string>>;
+  /**
+   * Asked before each runlog line: an error means this process lost the run (a queue worker whose
+   * lease another took, or expired unrenewed): nothing more is written, no model request is sent,
+   * and the run rejects with that error (SPEC §18: one process appends to a run at a time).
+   */
+  readonly fence?: () => Error | undefined;
   /** Goes on with the run `runId` from its runlog instead of starting it (SPEC §18; `RunResumer`). */
   readonly resume?: ResumeFrom;
 }

@@ -311,6 +311,7 @@ export class RunStarter {
         ? {}
         : { fingerprint: this.#deps.fingerprints(workspace, request.runId) }),
       ...(request.resume === undefined ? {} : { resume: request.resume }),
+      ...(request.fence === undefined ? {} : { fence: request.fence }),
     });
   }
 }

@@ -312,7 +312,7 @@ describe('QueueWorker', () => {
     h.registry.renewLeases = renew;
   });
 
-  it('stops a run at once when its lease was lost', async () => {
+  it('stops a run at once when its lease was lost, and fences its runlog (nothing more written)', async () => {
     const h = harness({ deadAfterMs: 30_000 });
     await h.queue.enqueue(queued('r1'));
     void h.start();
@@ -322,8 +322,12 @@ describe('QueueWorker', () => {
     await h.registry.reapDeadWorkers(60_000, 0);
     expect(h.registry.run('r1')?.status).toBe('interrupted');
     await h.task.byId('r1').ended;
-    expect((h.task.byId('r1').request.signal.reason as Error).name).toBe('RunInterruption');
-    expect(h.lines.some((line) => line.startsWith('run r1 stopped: its lease was lost'))).toBe(true);
+    const request = h.task.byId('r1').request;
+    const lost = request.signal.reason as Error;
+    expect(lost.message).toMatch(/^its lease was lost \(reaped, or taken by another worker meanwhile\)/);
+    // The run's recorder asks the fence before each line: it gets the loss, and writes nothing.
+    expect(request.fence?.()).toBe(lost);
+    expect(h.lines.some((line) => line.startsWith('run r1 lost: its lease was lost'))).toBe(true);
   });
 
   it('registers again under a new id after being declared dead', async () => {

@@ -14,10 +14,13 @@ export const WORKER_HELP = `Usage: fabric worker [--concurrency N] [--specialist
 
 Takes runs queued in Postgres (queue: postgres, FABRIC_DSN) and runs them, until Ctrl-C or
 SIGTERM. Each run writes its runlog on this host and is mirrored, event by event, to the control
-plane, where \`fabric serve\` streams it. The worker heartbeats; a worker whose heartbeat stops
-has its runs marked interrupted by the server or the other workers (never run again)
-once their leases expire (worker.dead_after_s). A worker cut off from the database for that
-long stops its runs itself (interrupted), and comes back under a new id.
+plane, where \`fabric serve\` streams it. The worker heartbeats; once the lease of a worker
+whose heartbeat stopped expires (worker.dead_after_s), another worker resumes its runs from
+their runlogs under the same ids (a shared runs directory: FABRIC_RUNS_DIR), at most
+worker.max_resumes times (default 2); past that, or with the runlog out of reach, they are
+marked interrupted. A worker cut off from the database for that long stops its runs itself
+(interrupted); one that finds a run taken from it writes nothing more to it. It comes back
+under a new id.
 
 With worker.metrics_port: N in the config, its Prometheus metrics (its runs, the queue's depth, the
 workers alive) are served at http://127.0.0.1:N/metrics (docs/telemetry.md).
