@@ -78,8 +78,10 @@ export async function serveCommand(
     format: logFormatOf(values['log-format'], loaded.log_format),
     stream: io.stderr,
   });
-  // Inside a daemon's repository: the daemon's runs directory, outside the work tree.
-  const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir) };
+  // Never into a git work tree (issue 34): its `.git/fabric/runs`, the daemon's runs directory;
+  // the runs directory it moved from is still read, so the runs `fabric run` wrote there show.
+  const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir, loaded.runsDirSet) };
+  const moved = config.runs_dir === loaded.runs_dir ? [] : [loaded.runs_dir];
   const token = config.api.token;
   const requireToken = !isLoopbackHost(host);
   if (requireToken && token === undefined) {
@@ -93,6 +95,7 @@ export async function serveCommand(
   const fabric = createFabric(config, {
     env: io.env,
     onDegraded: (message) => logger.warn(message),
+    alsoReads: moved,
   });
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.
@@ -109,6 +112,10 @@ export async function serveCommand(
     throw listenFailed(error, host, port);
   }
   log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
+  if (moved.length > 0)
+    log(
+      `runs go to ${config.runs_dir}, outside the git work tree; the runs in ${loaded.runs_dir} are listed too`,
+    );
   onListening?.(server.url);
   // With the queue, the server reaps too: a dead worker's runs end with no live worker left.
   const stopReaper = startQueueReaper(fabric, log);
