@@ -34,6 +34,10 @@ Routes (JSON; errors are { "error": { "code", "message" } }):
   GET  /v1/exports/:name        lm_usage_7d | lm_health_7d | lm_insights_7d | lm_indicator
   *    /mcp                     the MCP server of \`fabric mcp\`, over streamable HTTP (stateless)
 
+Runs: inside a git work tree the server never writes into it: the default ./runs becomes
+<git dir>/fabric/runs (its runs and embedded database), and the runs in ./runs are listed too.
+A runs_dir or FABRIC_RUNS_DIR you set is kept (outside a daemon's repository).
+
 Auth: with a token (FABRIC_API_TOKEN, or api.token in the config) every route but GET /v1/health
 needs "Authorization: Bearer <token>". A token is required to listen beyond loopback: without
 one, --host 0.0.0.0 (or any non-loopback address) refuses to start.
