@@ -20,7 +20,7 @@ import type { KeptOutputs } from '../application/run/output-budget.ts';
 import { RunStarter } from '../application/run/start-run.ts';
 import { type ResumeRequest, resumeRun } from '../application/run/resume-run.ts';
 import { GitFingerprint } from '../infrastructure/workspace/git-fingerprint.ts';
-import { type LiveRuns, RunReadModel } from '../application/runs/run-read-model.ts';
+import { type LiveRuns, type RunLogReader, RunReadModel } from '../application/runs/run-read-model.ts';
 import type { ModelCard, ModelCardStore } from '../application/models/model-card.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
@@ -41,6 +41,7 @@ import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { MergedRunLogs } from '../infrastructure/runlog/merged-run-logs.ts';
 import { modelCardsIn } from '../infrastructure/runlog/model-card-files.ts';
 import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
 import { LocalProcessLiveness } from '../infrastructure/runlog/process-liveness.ts';
@@ -71,6 +72,11 @@ export interface FabricOptions {
    * Each message says what it is about (`control plane unavailable (db_off) …`): print it as it is.
    */
   readonly onDegraded?: (message: string) => void;
+  /**
+   * Runs directories read beside `runs_dir`, never written: `fabric serve` moved out of a work
+   * tree still lists and shows the runs `fabric run` wrote into its `./runs` (issue 34).
+   */
+  readonly alsoReads?: readonly string[];
 }
 
 /** Which sources a reader of runs wires into its read model (`Fabric.runReadModel`). */
@@ -106,7 +112,10 @@ export function createFabric(config: FabricConfig, options: FabricOptions = {}):
 export class Fabric {
   readonly config: FabricConfig;
   readonly registry: ConfigRegistry;
+  /** Where this fabric's runs write their runlogs (`runs_dir`). */
   readonly runLogStore: FileRunLogStore;
+  /** The runlogs it reads: its own, then those of `alsoReads` (the listings, the viewer, the API). */
+  readonly runLogs: RunLogReader;
   readonly catalog: ModelCatalog;
   /** Caps model requests in flight across every run of this Fabric (`llm.max_concurrent_requests`). */
   readonly limiter: RequestLimiter;
@@ -151,6 +160,11 @@ export class Fabric {
       }),
     });
     this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
+    const others = (options.alsoReads ?? []).filter((dir) => resolve(dir) !== this.runLogStore.runsDir);
+    this.runLogs =
+      others.length === 0
+        ? this.runLogStore
+        : new MergedRunLogs([this.runLogStore, ...others.map((dir) => new FileRunLogStore(dir))]);
     // LM Studio (servers pooled) and Ollama, probed concurrently, cached, with health-aware routing.
     this.#llm = new LlmBackends(config.llm);
     this.catalog = this.#llm.catalog;
@@ -276,7 +290,7 @@ export class Fabric {
         ? undefined
         : async () => (mode === 'queue' && (await this.runQueue()) === null ? null : this.controlStore());
     return new RunReadModel({
-      runLogs: this.runLogStore,
+      runLogs: this.runLogs,
       live: options.live,
       control,
       controlListing: options.listControlRuns === true ? control : undefined,

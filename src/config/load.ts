@@ -23,6 +23,12 @@ export interface FabricConfig extends Omit<ParsedConfig, 'llm'> {
   /** Directory that relative paths in the file are resolved against. */
   readonly baseDir: string;
   /**
+   * Whether the user chose `runs_dir` (in the config file, or `FABRIC_RUNS_DIR`); false for the
+   * default `./runs` in the working directory, which `fabric serve` may move out of a git work
+   * tree (docs/adr/0021-serve-runs-dir.md).
+   */
+  readonly runsDirSet: boolean;
+  /**
    * sha256 of the effective configuration's parts that shape a run (the models, the loop, the
    * specialists, the profiles, search), logged in `run_start`; where a process keeps its runs and
    * reaches its databases, its API, queue, worker, telemetry and log settings are left out, so a
@@ -137,13 +143,15 @@ export async function buildConfig(
   // SPEC §14: every path in the file is relative to the file. A runs directory the file does not
   // name is `./runs` in the working directory (the shipped default config lies inside the
   // installed package), and FABRIC_RUNS_DIR, like a flag, is relative to the working directory.
-  const runsDir =
-    env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== ''
-      ? resolve(cwd, env.FABRIC_RUNS_DIR)
-      : (raw as { runs_dir?: unknown }).runs_dir === undefined
-        ? resolve(cwd, parsed.runs_dir)
-        : resolvePath(baseDir, parsed.runs_dir);
-  await checkRunsDir(runsDir, source, env.FABRIC_RUNS_DIR !== undefined && env.FABRIC_RUNS_DIR !== '');
+  const envDir = env.FABRIC_RUNS_DIR ?? '';
+  const fromEnv = envDir !== '';
+  const inFile = (raw as { runs_dir?: unknown }).runs_dir !== undefined;
+  const runsDir = fromEnv
+    ? resolve(cwd, envDir)
+    : inFile
+      ? resolvePath(baseDir, parsed.runs_dir)
+      : resolve(cwd, parsed.runs_dir);
+  await checkRunsDir(runsDir, source, fromEnv);
   const specialists = Object.fromEntries(
     Object.entries(parsed.specialists).map(([name, spec]) => [
       name,
@@ -155,7 +163,7 @@ export async function buildConfig(
   );
   const effective = { ...parsed, runs_dir: runsDir, specialists };
   const { runs_dir, control, api, daemon, queue, worker, telemetry, log_format, ...shaping } = effective;
-  return { ...effective, source, baseDir, digest: await digestOf(shaping) };
+  return { ...effective, source, baseDir, runsDirSet: fromEnv || inFile, digest: await digestOf(shaping) };
 }
 
 /**

@@ -15,17 +15,21 @@ export function daemonRunsDir(runsDir: string, repo: string): string {
 }
 
 /**
- * The runs directory `fabric serve` uses: the daemon's (`daemonRunsDir`) when the config's lies
- * in the work tree of a repository a daemon works in (its `openspec/` or the daemon's runs in
- * the git directory), so the server shows the daemon's runs and never writes its database into
- * the work tree, which would make the next `fabric daemon` refuse a dirty tree (issue 34).
+ * The runs directory `fabric serve` uses. Inside a git work tree it never writes there (issue 34:
+ * its database in the tree made the next `fabric daemon` refuse a dirty tree, and `git status`
+ * was no longer empty): the default `./runs` (`set` false) moves to the daemon's directory in the
+ * git directory (`daemonRunsDir`), and so does any runs directory in the tree of a repository a
+ * daemon works in (its `openspec/`, or the daemon's runs already there), so the server shows the
+ * daemon's runs. A runs directory the user set, in a repository no daemon works in, is kept.
+ * Whatever it moved from is still read (`fabric serve` passes it to the Fabric), so the runs
+ * `fabric run` wrote there stay listed. docs/adr/0021-serve-runs-dir.md says why.
  */
-export function servedRunsDir(runsDir: string): string {
+export function servedRunsDir(runsDir: string, set: boolean): string {
   const top = workTreeOf(runsDir);
   if (top === null) return runsDir;
   const daemons = gitRunsDirOf(top);
   const daemonRepo = existsSync(join(top, 'openspec')) || (daemons !== null && existsSync(daemons));
-  return daemonRepo ? daemonRunsDir(runsDir, top) : runsDir;
+  return daemonRepo || !set ? daemonRunsDir(runsDir, top) : runsDir;
 }
 
 /**

@@ -37,7 +37,8 @@ export interface RunRoutesDeps {
 
 /** `/v1/runs`: start, list, show, stream, download, cancel and replay runs. */
 export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
-  const store = fabric.runLogStore;
+  // Reads every runs directory the server sees; runs it starts or resumes write into its own.
+  const store = fabric.runLogs;
   const app = new Hono();
   // A run with no runlog here is looked for in the control plane while runs are queued for
   // workers, where the reaper ends a dead worker's runs; the live runs are this server's.

@@ -34,6 +34,10 @@ Routes (JSON; errors are { "error": { "code", "message" } }):
   GET  /v1/exports/:name        lm_usage_7d | lm_health_7d | lm_insights_7d | lm_indicator
   *    /mcp                     the MCP server of \`fabric mcp\`, over streamable HTTP (stateless)
 
+Runs: inside a git work tree the server never writes into it: the default ./runs becomes
+<git dir>/fabric/runs (its runs and embedded database), and the runs in ./runs are listed too.
+A runs_dir or FABRIC_RUNS_DIR you set is kept (outside a daemon's repository).
+
 Auth: with a token (FABRIC_API_TOKEN, or api.token in the config) every route but GET /v1/health
 needs "Authorization: Bearer <token>". A token is required to listen beyond loopback: without
 one, --host 0.0.0.0 (or any non-loopback address) refuses to start.
@@ -78,8 +82,10 @@ export async function serveCommand(
     format: logFormatOf(values['log-format'], loaded.log_format),
     stream: io.stderr,
   });
-  // Inside a daemon's repository: the daemon's runs directory, outside the work tree.
-  const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir) };
+  // Never into a git work tree (issue 34): its `.git/fabric/runs`, the daemon's runs directory;
+  // the runs directory it moved from is still read, so the runs `fabric run` wrote there show.
+  const config = { ...loaded, runs_dir: servedRunsDir(loaded.runs_dir, loaded.runsDirSet) };
+  const moved = config.runs_dir === loaded.runs_dir ? [] : [loaded.runs_dir];
   const token = config.api.token;
   const requireToken = !isLoopbackHost(host);
   if (requireToken && token === undefined) {
@@ -93,6 +99,7 @@ export async function serveCommand(
   const fabric = createFabric(config, {
     env: io.env,
     onDegraded: (message) => logger.warn(message),
+    alsoReads: moved,
   });
   // Opened now, not with the first run: the embedded database's holder starts backfilling
   // the runs other processes wrote (SPEC §7) as soon as it serves.
@@ -109,6 +116,10 @@ export async function serveCommand(
     throw listenFailed(error, host, port);
   }
   log(`listening on ${server.url} (config ${config.source}${token === undefined ? ', no token' : ''})`);
+  if (moved.length > 0)
+    log(
+      `runs go to ${config.runs_dir}, outside the git work tree; the runs in ${loaded.runs_dir} are listed too`,
+    );
   onListening?.(server.url);
   // With the queue, the server reaps too: a dead worker's runs end with no live worker left.
   const stopReaper = startQueueReaper(fabric, log);

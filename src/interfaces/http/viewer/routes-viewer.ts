@@ -69,7 +69,7 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
       cacheEnded: VIEWER_CACHED_RUNS,
     }),
   );
-  const feed = new RunListFeed(hub, index, fabric.runLogStore);
+  const feed = new RunListFeed(hub, index, fabric.runLogs);
   const app = new Hono();
 
   const send = (c: Context, body: SafeHtml, status: 200 | 401 | 404 | 422 | 500 = 200) =>
