@@ -201,13 +201,14 @@ printTable(
 );
 
 const slotRows: string[][] = [];
-const slotCases: [string, number, boolean][] = [
-  ['4 runs at once, 1 slot, scheduler off (baseline)', 1, false],
-  ['4 runs at once, 1 slot', 1, true],
-  ['4 runs at once, 4 slots', 4, true],
+const slotCases: [string, number, boolean, boolean][] = [
+  ['4 runs at once, 1 slot, scheduler off (baseline)', 1, false, false],
+  ['4 runs at once, 1 slot', 1, true, false],
+  ['4 runs at once, 1 slot, host prompt cache (llama-server --cache-ram)', 1, true, true],
+  ['4 runs at once, 4 slots', 4, true, false],
 ];
-for (const [name, slots, scheduler] of slotCases) {
-  const share = await measureSlots(4, slots, scheduler);
+for (const [name, slots, scheduler, hostCache] of slotCases) {
+  const share = await measureSlots(4, slots, scheduler, hostCache);
   slotRows.push([
     name,
     String(share.requests),

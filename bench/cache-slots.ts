@@ -109,7 +109,13 @@ export function replaySlots(bodies: readonly unknown[], slots: number): SlotShar
 }
 
 /** `runs` runs at once on one server whose model serves `slots` requests at once. */
-export async function measureSlots(runs: number, slots: number, scheduler = true): Promise<SlotShare> {
+/** `hostCache`: the server keeps the prompts a slot evicts and restores them (llama-server `--cache-ram`). */
+export async function measureSlots(
+  runs: number,
+  slots: number,
+  scheduler = true,
+  hostCache = false,
+): Promise<SlotShare> {
   const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-slots-'));
   const server = await startFakeLlmServer({
     flavor: 'lm_studio',
@@ -118,6 +124,7 @@ export async function measureSlots(runs: number, slots: number, scheduler = true
     // A GPU's prefill, reported as llama-server does: what the pool sizes its holds from.
     prefillTokensPerSecond: PREFILL_PER_S * SPEEDUP,
     prefillTimings: true,
+    prefillHostCache: hostCache,
     // One step short of the steps, so each run's last request is the finish-only final turn.
     respond: ({ tools }) => (tools.length === 1 && tools[0] === 'finish_task' ? FINISH_TURN : CONVERT_TURN),
   });

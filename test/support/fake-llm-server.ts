@@ -116,7 +116,9 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions): Promise
   };
 
   const prefill =
-    options.prefillTokensPerSecond === undefined ? undefined : prefillClock(options.prefillTokensPerSecond);
+    options.prefillTokensPerSecond === undefined
+      ? undefined
+      : prefillClock(options.prefillTokensPerSecond, options.prefillHostCache === true);
   let prefilling: Promise<unknown> = Promise.resolve();
   const prefillInTurn = (body: unknown, clock: PrefillClock): Promise<Prefilled> => {
     const turn = prefilling.then(async () => {

@@ -227,6 +227,11 @@ export interface FakeLlmServerOptions {
    * llama-server's `timings` (cache_n, prompt_n, prompt_ms, prompt_per_second) on its last chunk.
    */
   prefillTimings?: boolean;
+  /**
+   * With `prefillTokensPerSecond`: llama-server's host-memory prompt cache (`--cache-ram`), prompts
+   * evicted from the slot are kept and restored (cache_n counts them) instead of prefilled again.
+   */
+  prefillHostCache?: boolean;
 }
 
 /** A chat message as a responder sees it: non-string content as JSON. */

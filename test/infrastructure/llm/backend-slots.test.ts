@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatClient } from '../../../src/application/ports.ts';
 import { LlmBackends } from '../../../src/infrastructure/llm/llm-backends.ts';
 import { startFakeLlamaServer } from '../../support/fake-llm-compat.ts';
+import { llamaTimings, prefillClock } from '../../support/fake-llm-prefill.ts';
 import type { FakeLlmServer } from '../../support/fake-llm-server.ts';
 import { closedPortUrl, fake, llmConfig, stopFakesAfterEach } from './llm-test-kit.ts';
 import { readUntilFinish, reportingPrefill, runRequest, servedRuns, toolRuns } from './slot-test-kit.ts';
@@ -38,6 +39,33 @@ async function llamaServer(): Promise<FakeLlmServer> {
   return server;
 }
 
+/**
+ * llama-server with one slot reporting in `timings` what a prefill of 20 tokens a second would cost
+ * and what its cache served (cache_n); `hostCache`: started with `--cache-ram`, it keeps the prompts
+ * a slot evicts and restores them.
+ */
+async function cachingLlamaServer(hostCache: boolean): Promise<FakeLlmServer> {
+  const clock = prefillClock(20, hostCache);
+  return startFakeLlamaServer({
+    model: { id: MODEL, toolUse: true },
+    slots: 1,
+    respond: (request) => {
+      const turn = readUntilFinish(request);
+      const timings = llamaTimings(clock.take({ messages: request.messages }));
+      return 'reply' in turn ? { reply: { ...turn.reply, timings } } : turn;
+    },
+  });
+}
+
+/** Run d's held slot goes to run c, which started first; d comes back with its prompt grown. */
+async function handOver(chat: ChatClient): Promise<void> {
+  await chat.complete(runRequest(MODEL, 'c', 'finish'));
+  const d = runRequest(MODEL, 'd', 'read', 2000);
+  await chat.complete(d);
+  await chat.complete(runRequest(MODEL, 'c', 'finish'));
+  await chat.complete({ ...d, messages: [...d.messages, { role: 'user', content: 'finish' }] });
+}
+
 async function ollamaServer(): Promise<FakeLlmServer> {
   // Ollama serves one request at a time without OLLAMA_NUM_PARALLEL, and does not say so.
   return fake({
@@ -63,6 +91,34 @@ describe('slots of the servers of llm.backends and of Ollama', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it("llama-server with --cache-ram: once its cache_n shows a handed-over run's prompt restored, the slot goes to a waiter at once", async () => {
+    const orders: string[][] = [];
+    for (const hostCache of [true, false]) {
+      const server = await cachingLlamaServer(hostCache);
+      const backends = new LlmBackends(
+        llmConfig({
+          lm_studio_urls: [],
+          ollama_url: await closedPortUrl(),
+          backends: [{ kind: 'llama_cpp', url: server.url, name: 'llama' }],
+        }),
+      );
+      try {
+        const chat = await clientOf(backends, 'llama_cpp');
+        await handOver(chat);
+        expect(servedRuns(server)).toEqual(['c', 'd', 'c', 'd']);
+        orders.push((await twoRuns(chat, server, MODEL)).slice(4));
+      } finally {
+        await server.stop();
+      }
+    }
+    // Restored: a hand-over costs the held run nothing, so b need not wait for a's tool.
+    // Lost (no host cache): a's slot is still held while its tool runs, as before.
+    expect(orders).toEqual([
+      ['a', 'b', 'a'],
+      ['a', 'a', 'b'],
+    ]);
   });
 
   it('Ollama with llm.ollama_parallel: 1 holds its slot for a run; without it, every request goes at once', async () => {

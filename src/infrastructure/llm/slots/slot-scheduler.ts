@@ -8,7 +8,10 @@
  * server's prefill speed: the speed the server reports (llama-server's `timings`) where it does,
  * else the time to the first streamed event. Then the slot goes to the first waiter. Waiting
  * requests are served in their runs' start order, and a slot is never held for a run against an
- * earlier one (SPEC §10: earlier runs finish first).
+ * earlier one (SPEC §10: earlier runs finish first). A server that keeps evicted prefixes itself
+ * (llama-server's `--cache-ram`) says so after a hand-over: the run that lost its slot comes back
+ * and the server's `cache_n` counts what it restored. The hold is then sized on what a hand-over
+ * really makes the server prefill again: the cold prefill times the recent share of the prefix lost.
  */
 
 /** A request asking for a slot. */
@@ -31,6 +34,8 @@ interface Hold {
   readonly rank: number;
   /** The held run's last prompt, in tokens: what handing the slot over makes it prefill again. */
   readonly tokens: number;
+  /** The same prompt as the server counted it (`cache_n` + `prompt_n`), where it reports them. */
+  readonly counted: number | undefined;
   readonly since: number;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -47,6 +52,8 @@ export interface Prefill {
   readonly tokens: number;
   readonly ms: number;
   readonly reported?: boolean | undefined;
+  /** Prompt tokens the server served from its caches (llama-server `timings.cache_n`), with `reported`. */
+  readonly cached?: number | undefined;
 }
 
 export class SlotScheduler {
@@ -58,6 +65,10 @@ export class SlotScheduler {
   /** Recent prefill speeds, prompt tokens per ms: the server's own figures, and timed ones. */
   readonly #reported: number[] = [];
   readonly #timed: number[] = [];
+  /** Runs whose held slot was handed over, with their prompt then as the server counted it. */
+  readonly #handedOver = new Map<string, number>();
+  /** Recent shares of a handed-over run's prefix the server prefilled again (0: all restored). */
+  readonly #misses: number[] = [];
 
   constructor(capacity: number) {
     this.#capacity = capacity;
@@ -122,8 +133,13 @@ export class SlotScheduler {
         if (samples.length > SAMPLES) samples.shift();
       }
     }
+    if (ticket.run !== undefined) this.#learnMiss(ticket, prefill);
     if (continues && ticket.run !== undefined && !this.#holds.has(ticket.run)) {
-      const hold = { rank: ticket.rank, tokens: ticket.tokens, since: Date.now(), timer: undefined };
+      const counted =
+        prefill?.reported === true && prefill.cached !== undefined
+          ? prefill.cached + prefill.tokens
+          : undefined;
+      const hold = { rank: ticket.rank, tokens: ticket.tokens, counted, since: Date.now(), timer: undefined };
       this.#holds.set(ticket.run, hold);
       this.#review();
       return;
@@ -147,7 +163,8 @@ export class SlotScheduler {
       clearTimeout(hold.timer);
       hold.timer = undefined;
       if (first === undefined) continue;
-      const deadline = hold.since + this.#coldPrefillMs(Math.max(first.ticket.tokens, hold.tokens));
+      const lost = Math.max(first.ticket.tokens, hold.tokens) * this.#missShare();
+      const deadline = hold.since + this.#coldPrefillMs(lost);
       if (first.ticket.rank < hold.rank || deadline <= Date.now()) {
         this.#handOver(run);
         this.#review();
@@ -168,8 +185,35 @@ export class SlotScheduler {
     clearTimeout(hold.timer);
     this.#holds.delete(run);
     const next = this.#waiting.shift();
-    if (next !== undefined) next.wake();
-    else this.#taken -= 1;
+    if (next === undefined) {
+      this.#taken -= 1;
+      return;
+    }
+    if (hold.counted !== undefined) this.#handedOver.set(run, hold.counted);
+    if (this.#handedOver.size > SAMPLES * 64)
+      this.#handedOver.delete(this.#handedOver.keys().next().value as string);
+    next.wake();
+  }
+
+  /**
+   * A run whose slot was handed over is back: the server's own counts say how much of the prompt it
+   * held then came back from the server's caches (`cache_n` against that prompt's `cache_n` +
+   * `prompt_n`). A few tokens evaluated again are rounding (llama-server always evaluates the last).
+   */
+  #learnMiss(ticket: SlotTicket, prefill: Prefill | undefined): void {
+    const held = ticket.run === undefined ? undefined : this.#handedOver.get(ticket.run);
+    if (held === undefined || ticket.run === undefined) return;
+    this.#handedOver.delete(ticket.run);
+    if (prefill?.reported !== true || prefill.cached === undefined || held <= 0) return;
+    const lost = held - prefill.cached;
+    this.#misses.push(lost < MIN_REPORTED_TOKENS ? 0 : Math.min(1, lost / held));
+    if (this.#misses.length > SAMPLES) this.#misses.shift();
+  }
+
+  /** The share of a held prompt a hand-over makes the server prefill again: recent figures, else all of it. */
+  #missShare(): number {
+    if (this.#misses.length === 0) return 1;
+    return this.#misses.reduce((sum, m) => sum + m, 0) / this.#misses.length;
   }
 
   /**

@@ -32,6 +32,8 @@ export function promptTokens(request: ChatRequest): number {
  * its uncached prompt tokens (the server's `cache_n` where it says) and the ms before its first token.
  */
 export function prefillOf(turn: ChatTurn, ms: number): Prefill {
-  if (turn.usage.prefill !== undefined) return { ...turn.usage.prefill, reported: true };
+  if (turn.usage.prefill !== undefined) {
+    return { ...turn.usage.prefill, reported: true, cached: turn.usage.cachedTokens };
+  }
   return { tokens: turn.usage.promptTokens - (turn.usage.cachedTokens ?? 0), ms };
 }
