@@ -183,7 +183,8 @@ export class Fabric {
         probe: (signal, onProgress) => llm.catalog.probe(signal, onProgress),
         chatClientFor: (choice, resolve, signal) => llm.chatClientFor(choice, resolve, signal),
         loadAt: (choice, contextLength, signal) => llm.loadAt(choice, contextLength, signal),
-        cards: () => this.modelCards().list(),
+        // A run's control plane says once when it is down (its mirror): the cards' read stays quiet.
+        cards: () => this.modelCards({ quiet: true }).list(),
       },
       locks: { lock: lockWorkspace },
       mirror: () => this.#controlPlane(),
@@ -225,8 +226,12 @@ export class Fabric {
   }
 
   /** The model cards (SPEC §20): the runs directory's files, and the control plane's when it has one. */
-  modelCards(): ModelCardStore {
-    return modelCardsIn(this.config.runs_dir, () => this.controlStore(), this.#options.onDegraded);
+  modelCards(options: { readonly quiet?: boolean } = {}): ModelCardStore {
+    return modelCardsIn(
+      this.config.runs_dir,
+      () => this.controlStore(),
+      options.quiet === true ? undefined : this.#options.onDegraded,
+    );
   }
 
   /** A client for this model's own server, without failover: what a probe measures (SPEC §20). */

@@ -12,6 +12,7 @@ import {
   isModelCardRows,
 } from '../../application/models/model-card.ts';
 import { SharedModelCards } from '../../application/models/shared-cards.ts';
+import { heldByAnotherProcess } from '../control/dir-lock.ts';
 
 /** A card's key as a file name: server URLs and model ids hold `/` and `:`. */
 export function cardFileName(card: Pick<ModelCard, 'model' | 'backend' | 'baseUrl'>): string {
@@ -67,7 +68,17 @@ export function modelCardsIn(
   return new SharedModelCards(new FileModelCards(runsDir), {
     shared: async () => {
       const store = await control();
-      return isModelCardRows(store) ? store : null;
+      if (!isModelCardRows(store)) return null;
+      // The embedded database held by another live process: that process serves it (SPEC §7),
+      // and the files here answer; not a fault to report, as the control plane treats it.
+      return {
+        saveModelCard: (card) => store.saveModelCard(card),
+        modelCards: () =>
+          store.modelCards().catch((error: unknown) => {
+            if (heldByAnotherProcess(error)) return [];
+            throw error;
+          }),
+      };
     },
     ...(onDegraded === undefined ? {} : { onDegraded }),
   });
