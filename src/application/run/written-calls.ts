@@ -40,13 +40,23 @@ export async function recoverWrittenCalls(
   }
   const reasoning = turn.reasoning ?? '';
   if (turn.content.trim() !== '' || reasoning.trim() === '') return { kind: 'none' };
-  // The call written inside the reasoning, content empty (langchain4j #4786, LM Studio #1870):
-  // recovered only when it names an offered tool; a tool merely thought about is not refused.
+  // The call written inside the reasoning, content empty (langchain4j #4786, LM Studio #1870,
+  // vLLM's reasoning parser taking everything before </think>: quirks-2 Q24): recovered only when
+  // it names an offered tool and a whole block ends the reasoning. A block followed by more
+  // thought, or cut short, is the model thinking about a call (the prose case): not run.
+  if (!CLOSED_AT_END.test(reasoning)) return { kind: 'none' };
   const inReasoning = recoverTextToolCalls(reasoning, offered, step, schemas);
   if (inReasoning === null) return { kind: 'none' };
   await record(recorder, step, inReasoning, { from: 'reasoning' });
   return { kind: 'calls', calls: inReasoning.calls };
 }
+
+/**
+ * The end of a whole call block in any dialect `text-call-dialects.ts` reads: a closing tag or
+ * token, or the bracket that closes its JSON or Python arguments.
+ */
+const CLOSED_AT_END =
+  /(?:<\/tool_call>|<\/function>|<\|call\|>|<tool_call\|>|<\|tool_call_end\|>|\[END_TOOL_REQUEST\]|<\|eom_id\|>|<\|eot_id\|>|[}\])])\s*$/;
 
 /**
  * Calls left in the content of a turn that also has native calls (research/local-model-quirks-2.md

@@ -59,7 +59,7 @@ describe('local models as they are (issue 36)', () => {
     await sandbox?.cleanup();
   });
 
-  it('Q1: a JSON string inside the JSON string is decoded once, run, and sent back as the object', async () => {
+  it('Q1, Q6: a JSON string inside the JSON string is decoded once, run, and sent back as the object', async () => {
     server = await startFakeVllm({
       models: [QWEN],
       script: [
@@ -169,6 +169,59 @@ describe('local models as they are (issue 36)', () => {
     const { result } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('failed');
     expect(result.error?.message).toContain('must be a-z, A-Z, 0-9, with a length of 9');
+  });
+
+  it('Q13: vLLM labelling a prose turn tool_calls with no call makes it an answer, not a tool turn', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      // vllm #53255: `{"content":"I'm doing well…","tool_calls":[]},"finish_reason":"tool_calls"`.
+      script: [{ reply: { content: '2 m is 200 cm.', toolCalls: [], finishReason: 'tool_calls' } }],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toEqual({ summary: '2 m is 200 cm.' });
+    expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: 'tool_calls' });
+    expect(results(events)).toEqual([]);
+    expect(server.chatRequests()).toHaveLength(1);
+  });
+
+  it('Q14: calls that vLLM ends with "stop" (a named tool_choice) are run all the same', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }], finishReason: 'stop' } },
+        { reply: { ...FINISH.reply, finishReason: 'stop' } },
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('Q5: empty or null arguments to a tool with required parameters are a tool error, stored as {}', async () => {
+    server = await startFakeLlamaServer({
+      model: QWEN,
+      script: [
+        // brave-browser #56601: `"function":{"name":"get_time","arguments":""}`.
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: '' }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: 'null' }] } },
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    const [empty, nothing, ran] = results(events);
+    expect(empty).toMatchObject({ kind: 'tool_error', reason: 'invalid_arguments' });
+    expect(nothing).toMatchObject({ kind: 'tool_error', reason: 'invalid_arguments' });
+    expect(ran).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    // Both went back as `{}`: llama-server refuses a replayed call whose arguments do not parse.
+    expect(replayedCalls(server, 2).map((call) => call.function.arguments)).toEqual(['{}', '{}']);
   });
 });
 
@@ -387,6 +440,63 @@ describe('an empty message with tokens counted (issue 36, Q19)', () => {
     expect(result.error?.code).toBe('model_output_unparseable');
     expect(result.error?.message).toContain('twice in a row and the server returned an empty message');
     expect(server.chatRequests()).toHaveLength(2);
+  });
+});
+
+/** A qwen3_coder call block, as vLLM's reasoning parser leaves it in `reasoning` (vllm #39056). */
+const XML_BLOCK =
+  '<tool_call>\n<function=convert_units>\n<parameter=value>\n3\n</parameter>\n' +
+  '<parameter=from>\nkm\n</parameter>\n<parameter=to>\nmi\n</parameter>\n</function>\n</tool_call>';
+
+/** A vLLM turn with everything in `reasoning`: content empty, no tool_calls, finish_reason stop. */
+const inReasoning = (reasoning: string): ScriptedTurn => ({
+  reply: { content: '', toolCalls: [], reasoning, reasoningField: 'reasoning', finishReason: 'stop' },
+});
+
+describe('a call written inside <think> (issue 36, Q24)', () => {
+  let server: FakeLlmServer | undefined;
+  let sandbox: Sandbox | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    await sandbox?.cleanup();
+  });
+
+  it('a whole block naming an offered tool at the end of the reasoning is run, recorded as from the reasoning', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [inReasoning(`I should convert 3 km to miles.\n${XML_BLOCK}`), FINISH],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({
+      format: 'qwen3_coder_xml',
+      from: 'reasoning',
+      tool_calls: [{ name: 'convert_units', arguments: JSON.stringify(ARGS) }],
+    });
+    expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
+    expect(replayedCalls(server, 1)[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+  });
+
+  it('a block followed by more thought, or cut short, is not run: the model is told to act', async () => {
+    server = await startFakeVllm({
+      models: [QWEN],
+      script: [
+        inReasoning(`Maybe:\n${XML_BLOCK}\nBut first I should check which units it accepts.`),
+        inReasoning(`I should convert.\n${XML_BLOCK.slice(0, XML_BLOCK.indexOf('<parameter=to>'))}`),
+        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+        FINISH,
+      ],
+    });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, events } = await runUnitsOnBackends(sandbox);
+    expect(result.status).toBe('succeeded');
+    expect(events.some((e) => e.kind === 'tool_call_recovered')).toBe(false);
+    expect(results(events)).toMatchObject([{ kind: 'tool_result', result: '3 km = 1.864114 mi' }]);
+    for (const request of [1, 2]) {
+      const body = server.chatRequests()[request]?.body as { messages: { content: string }[] };
+      expect(body.messages.at(-1)?.content).toContain('You reasoned but did not act');
+    }
   });
 });
 
