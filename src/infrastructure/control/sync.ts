@@ -107,9 +107,9 @@ export async function syncRunlogs(
   };
 }
 
-/** Whether a run's runlog has lines past `held` (a resume appended to it); unknown counts as grown. */
+/** Whether a run's runlog has lines past `held` (a resume appended to it); a store that cannot tell keeps the skip. */
 async function grewPast(runLogs: RunLogStore, runId: string, held: number): Promise<boolean> {
-  if (!hasTails(runLogs)) return true;
+  if (!hasTails(runLogs)) return false;
   const last = await runLogs.lastSeq(runId).catch(() => null);
   return last === null || last > held;
 }
