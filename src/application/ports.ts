@@ -333,6 +333,17 @@ export interface ResumableRunLogs {
   reopen(runId: string): Promise<RunLog>;
 }
 
+/** A store that tells a runlog's last `seq` without reading it whole (sync's check that a run grew). */
+export interface RunLogTails {
+  /** The `seq` of the run's last whole line; null when it cannot tell (read the runlog instead). */
+  lastSeq(runId: string): Promise<number | null>;
+}
+
+/** True when a store can tell a runlog's last seq cheaply. */
+export function hasTails(store: RunLogStore): store is RunLogStore & RunLogTails {
+  return typeof (store as Partial<RunLogTails>).lastSeq === 'function';
+}
+
 /** True when a store can reopen a runlog. */
 export function canReopen(store: RunLogStore): store is RunLogStore & ResumableRunLogs {
   return typeof (store as Partial<ResumableRunLogs>).reopen === 'function';

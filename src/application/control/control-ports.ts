@@ -52,7 +52,8 @@ export interface MirroredRun {
   readonly status: string;
   /**
    * The store has the run's `run_end` and every line before it (as many events as the highest
-   * seq): its runlog can hold nothing more, so sync need not read it.
+   * seq): sync need not read its runlog, unless the run was resumed since (SPEC §18: its runlog
+   * goes on past that `run_end`, which sync tells from the runlog's last seq).
    */
   readonly complete: boolean;
 }

@@ -1,5 +1,5 @@
 import type { ControlStore } from '../../application/control/control-ports.ts';
-import type { RunLogStore } from '../../application/ports.ts';
+import { type RunLogStore, hasTails } from '../../application/ports.ts';
 import type { ProcessLiveness } from '../../application/runs/liveness-ports.ts';
 import { runStatusWithoutEnd } from '../../application/runs/run-summary.ts';
 import { errorMessage } from '../../domain/errors.ts';
@@ -58,7 +58,9 @@ export async function syncRunlogs(
   for (const runId of runIds) {
     // A run the store holds whole (its run_end and every line before it) has nothing left to
     // write: its runlog is not read again. (A run directory named otherwise than its run id is.)
-    if (mirrored.get(runId)?.complete === true) continue;
+    // A resumed run (SPEC §18) goes on past the run_end the store holds: its last seq tells.
+    const whole = mirrored.get(runId);
+    if (whole?.complete === true && !(await grewPast(runLogs, runId, whole.events))) continue;
     let events: readonly RunEvent[];
     let loggedId: string;
     try {
@@ -103,4 +105,11 @@ export async function syncRunlogs(
     runsInterrupted,
     failed,
   };
+}
+
+/** Whether a run's runlog has lines past `held` (a resume appended to it); a store that cannot tell keeps the skip. */
+async function grewPast(runLogs: RunLogStore, runId: string, held: number): Promise<boolean> {
+  if (!hasTails(runLogs)) return false;
+  const last = await runLogs.lastSeq(runId).catch(() => null);
+  return last === null || last > held;
 }

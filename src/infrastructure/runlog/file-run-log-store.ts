@@ -9,6 +9,7 @@ import type {
   RunLog,
   RunLogContents,
   RunLogStore,
+  RunLogTails,
 } from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
@@ -19,7 +20,7 @@ import { stampEvent } from './stamp.ts';
 export const RUNLOG_FILE = 'runlog.jsonl';
 
 /** `<runsDir>/<run_id>/runlog.jsonl`, append-only, one JSON object a line. */
-export class FileRunLogStore implements RunLogStore, ResumableRunLogs {
+export class FileRunLogStore implements RunLogStore, ResumableRunLogs, RunLogTails {
   readonly runsDir: string;
   readonly #clock: Clock;
 
@@ -99,6 +100,11 @@ export class FileRunLogStore implements RunLogStore, ResumableRunLogs {
     }
     // Run ids start with a UTC timestamp, so name order is time order.
     return ids.sort().reverse();
+  }
+
+  /** The seq of the last whole line, from the file's tail (64 KiB); null when that holds no whole line. */
+  async lastSeq(runId: string): Promise<number | null> {
+    return lastLineSeq(this.pathOf(runId));
   }
 
   /** A path (file or run directory), a run id, or a unique prefix of one. */
@@ -215,5 +221,30 @@ async function isFile(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
+  }
+}
+
+const TAIL_BYTES = 64 * 1024;
+
+/** The `seq` of a runlog's last whole line, read from its last 64 KiB; null when it has none there. */
+async function lastLineSeq(path: string): Promise<number | null> {
+  const handle = await open(path, 'r').catch(() => null);
+  if (handle === null) return null;
+  try {
+    const { size } = await handle.stat();
+    const length = Math.min(size, TAIL_BYTES);
+    const tail = Buffer.alloc(length);
+    await handle.read(tail, 0, length, size - length);
+    const text = tail.toString('utf8');
+    // The last whole line ends at the last newline (a torn line after it is not a line yet).
+    const end = text.lastIndexOf('\n');
+    const start = text.lastIndexOf('\n', end - 1);
+    if (end < 0 || (start < 0 && length < size)) return null;
+    const seq = (JSON.parse(text.slice(start + 1, end)) as { seq?: unknown }).seq;
+    return typeof seq === 'number' ? seq : null;
+  } catch {
+    return null;
+  } finally {
+    await handle.close();
   }
 }

@@ -4,6 +4,7 @@ import type {
   RunLog,
   RunLogContents,
   RunLogStore,
+  RunLogTails,
 } from '../../application/ports.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent, RunEventInput } from '../../domain/run-events.ts';
@@ -11,7 +12,7 @@ import { systemClock } from '../clock.ts';
 import { stampEvent } from './stamp.ts';
 
 /** Runlogs kept in memory: for tests and for callers that do not want files. */
-export class MemoryRunLogStore implements RunLogStore, ResumableRunLogs {
+export class MemoryRunLogStore implements RunLogStore, ResumableRunLogs, RunLogTails {
   readonly #logs = new Map<string, RunEvent[]>();
   readonly #clock: Clock;
 
@@ -59,5 +60,9 @@ export class MemoryRunLogStore implements RunLogStore, ResumableRunLogs {
 
   async list(): Promise<readonly string[]> {
     return [...this.#logs.keys()].reverse();
+  }
+
+  async lastSeq(runId: string): Promise<number | null> {
+    return this.#logs.get(runId)?.at(-1)?.seq ?? null;
   }
 }

@@ -47,6 +47,24 @@ describe('FileRunLogStore on disk', () => {
     expect(contents.events).toHaveLength(1);
   });
 
+  it("tells a runlog's last whole line's seq from its tail, past a torn line and a long one", async () => {
+    const store = new FileRunLogStore(await tempRuns());
+    const id = '20260101T000000Z-tail00';
+    const log = await store.create(id);
+    await log.append({ kind: 'text_fallback', step: 1, content: 'short' });
+    // Longer than the tail read: the seq cannot be told from it, so null (sync reads the runlog).
+    await log.append({ kind: 'text_fallback', step: 2, content: 'x'.repeat(70_000) });
+    await log.close();
+    expect(await store.lastSeq(id)).toBeNull();
+    const more = await store.reopen(id);
+    await more.append({ kind: 'text_fallback', step: 3, content: 'after' });
+    await more.close();
+    expect(await store.lastSeq(id)).toBe(3);
+    await appendFile(store.pathOf(id), '{"v":1,"kind":"tool_res');
+    expect(await store.lastSeq(id)).toBe(3);
+    expect(await store.lastSeq('20260101T000000Z-none00')).toBeNull();
+  });
+
   it('reports a damaged line in the middle with its line number', async () => {
     const dir = await tempRuns();
     const store = new FileRunLogStore(dir);
