@@ -4,6 +4,7 @@
  * in the rust sandbox, the clock, and a fabric's runs.
  */
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import process from 'node:process';
 import {
   CompletionDaemon,
@@ -26,6 +27,9 @@ import { OpenSpecCommand } from '../infrastructure/openspec/openspec-cli.ts';
 import { OpenSpecFiles } from '../infrastructure/openspec/openspec-files.ts';
 import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
 import { pidState } from '../infrastructure/process/process-liveness.ts';
+import { autoEscalation, wantsAuto } from '../application/models/auto-escalation.ts';
+import { mergeCards } from '../application/models/shared-cards.ts';
+import { FileModelCards } from '../infrastructure/runlog/model-card-files.ts';
 import { createFabric, type Fabric } from './fabric.ts';
 
 /** The daemon status of the repositories whose daemon state lies under this runs directory. */
@@ -107,6 +111,12 @@ export async function createCompletionDaemon(
       observers: setup.observers,
     },
   );
+  const options = await measuredOrder(fabric, configured.runs_dir, specialist, setup.options).catch(
+    async (error: unknown) => {
+      await fabric.close();
+      throw error;
+    },
+  );
   const daemon = new CompletionDaemon(
     {
       sink: controlPlaneSink(fabric, setup.onDegraded),
@@ -124,9 +134,31 @@ export async function createCompletionDaemon(
       owner: { pid: process.pid, host: hostname() },
       onEvent: setup.onEvent,
     },
-    setup.options,
+    options,
   );
   return { run: (signal) => daemon.run(signal).finally(() => fabric.close()) };
+}
+
+/**
+ * `daemon.models: auto` (SPEC §20): the escalation ordered by the model cards, best first, for the
+ * daemon's specialist. The cards are read where `fabric models probe` wrote them: the config's runs
+ * directory (the daemon's own may be in the git directory), and the control plane.
+ */
+async function measuredOrder(
+  fabric: Fabric,
+  runsDir: string,
+  specialist: string,
+  options: CompletionDaemonOptions,
+): Promise<CompletionDaemonOptions> {
+  if (!wantsAuto(options.models)) return options;
+  const [probes, daemonCards, configCards] = await Promise.all([
+    fabric.catalog.probe(),
+    fabric.modelCards({ quiet: true }).list(),
+    resolve(runsDir) === resolve(fabric.config.runs_dir) ? [] : new FileModelCards(runsDir).list(),
+  ]);
+  const cards = mergeCards(configCards, daemonCards);
+  const escalation = autoEscalation(probes, options.models ?? [], { cards, specialist });
+  return { ...options, models: escalation.models, escalation };
 }
 
 /**

@@ -188,8 +188,25 @@ export const DaemonSchema = v.strictObject({
   /**
    * Escalation (SPEC §11.1): models from cheapest to strongest, each given max_attempts on a task
    * before the next is tried. Takes the place of `model` (and LM_STUDIO_MODEL); --model overrides it.
+   * `auto` (alone, or as an entry of the list): the local models measured able, best first, by the
+   * model cards (SPEC §20); other entries are named models, a hosted one tried after the local ones.
    */
-  models: v.optional(v.pipe(v.array(nonEmpty), v.minLength(1, 'list at least one model'))),
+  models: v.optional(
+    v.pipe(
+      v.unknown(),
+      v.check(
+        (value) => value === 'auto' || Array.isArray(value),
+        'expected `auto` (the measured local models, best first) or a list of models from cheapest to strongest',
+      ),
+      v.transform((value) => (value === 'auto' ? ['auto'] : value)),
+      v.array(nonEmpty),
+      v.minLength(1, 'list at least one model'),
+      v.check(
+        (list) => list.filter((entry) => entry === 'auto').length <= 1,
+        'name auto at most once (it stands for every measured local model)',
+      ),
+    ),
+  ),
   /** Times a failing validation runs again before an attempt is spent (flaky tests). */
   validation_reruns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 1),
   /** Run in the sandbox after each run, in order; every one must pass for the task to be committed. */

@@ -36,6 +36,19 @@ describe('the daemon config', () => {
     );
   });
 
+  it('takes auto, alone or as an entry of the list, and says what it expects otherwise', async () => {
+    const build = (models: unknown) =>
+      buildConfig({ ...RAW, daemon: { models } }, '/x/fabric.yaml', {}, '/x');
+    expect((await build('auto')).daemon.models).toEqual(['auto']);
+    expect((await build(['auto', 'gpt-5-mini'])).daemon.models).toEqual(['auto', 'gpt-5-mini']);
+    await expect(build('automatic')).rejects.toThrow(
+      /daemon\.models: expected `auto` \(the measured local models, best first\) or a list of models/,
+    );
+    await expect(build(['auto', 'big/coder', 'auto'])).rejects.toThrow(
+      /daemon\.models: name auto at most once/,
+    );
+  });
+
   it('says what OPEN_SPEC_DAEMON_INTERVAL expects when it is not a number of seconds', async () => {
     await expect(
       buildConfig(RAW, '/x/fabric.yaml', { OPEN_SPEC_DAEMON_INTERVAL: '5m' }, '/x'),

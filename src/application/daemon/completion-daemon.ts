@@ -1,4 +1,5 @@
 import { errorMessage } from '../../domain/errors.ts';
+import type { AutoEscalation } from '../models/auto-escalation.ts';
 import type { Clock } from '../ports.ts';
 import { sleep } from './abortable-sleep.ts';
 import type {
@@ -55,6 +56,8 @@ export interface CompletionDaemonOptions {
    * default one: the runner's own.
    */
   readonly models?: readonly string[];
+  /** \`daemon.models: auto\`: how \`models\` was measured into its order (reported after daemon_start). */
+  readonly escalation?: AutoEscalation | undefined;
   /** Times a failing validation runs again before an attempt is spent (flaky tests). Default 1. */
   readonly validationReruns?: number;
   /** Archive a change whose last task is done and that `openspec validate --strict` accepts (`--archive`). */
@@ -129,6 +132,9 @@ export class CompletionDaemon {
         interval_s: Math.round(this.#options.intervalMs / 1000),
         once: this.#options.once,
       });
+      const escalation = this.#options.escalation;
+      if (escalation !== undefined)
+        this.#emit({ event: 'escalation', models: escalation.steps, left_out: escalation.leftOut });
       if (this.#refused !== null) this.#emit(this.#refused);
       for (;;) {
         const outcome = await this.#pass(signal);

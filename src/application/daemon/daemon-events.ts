@@ -13,6 +13,19 @@ export type DaemonEvent =
       readonly interval_s: number;
       readonly once: boolean;
     }
+  | {
+      /**
+       * \`daemon.models: auto\` (SPEC §20): the escalation as measured, best first, each model with
+       * its measurement and date; the local models left out and why.
+       */
+      readonly event: 'escalation';
+      readonly models: readonly {
+        readonly model: string;
+        readonly server: string | null;
+        readonly measurement: string;
+      }[];
+      readonly left_out: readonly { readonly model: string; readonly why: string }[];
+    }
   | { readonly event: 'change_unreadable'; readonly change: string; readonly message: string }
   | {
       /** The validation at HEAD before a change's first task: the tests that fail there are pre-existing. */

@@ -20,17 +20,32 @@ export interface MeasuredChoice {
   readonly unable: readonly CatalogModel[];
 }
 
-interface Measured {
-  readonly model: CatalogModel;
-  readonly card: ModelCard;
-  readonly battery: { readonly passRate: number; readonly runs: number; readonly at: string } | undefined;
-}
-
 /** Picks among `candidates` (already in SPEC §5 order, which breaks ties) by their cards. */
 export function chooseMeasured(
   candidates: readonly CatalogModel[],
   measurements: Measurements,
 ): MeasuredChoice {
+  const { ranked, unable } = rankMeasured(candidates, measurements);
+  const top = ranked[0];
+  if (top === undefined) return { unable };
+  return { best: { model: top.model, reason: reasonFor(top, measurements.specialist) }, unable };
+}
+
+/** A candidate measured able to call tools, and what its measurement was. */
+export interface Measured {
+  readonly model: CatalogModel;
+  readonly card: ModelCard;
+  readonly battery: { readonly passRate: number; readonly runs: number; readonly at: string } | undefined;
+}
+
+/**
+ * The candidates measured able, best first (battery pass rate for the specialist, else probe
+ * score; native before dialect on a tie; then the candidates' own order), and those measured unable.
+ */
+export function rankMeasured(
+  candidates: readonly CatalogModel[],
+  measurements: Measurements,
+): { readonly ranked: readonly Measured[]; readonly unable: readonly CatalogModel[] } {
   const unable: CatalogModel[] = [];
   const able: Measured[] = [];
   for (const model of candidates) {
@@ -52,9 +67,7 @@ export function chooseMeasured(
       ability(b) - ability(a) ||
       Number(b.card.tools === 'native') - Number(a.card.tools === 'native'),
   );
-  const top = ranked[0];
-  if (top === undefined) return { unable };
-  return { best: { model: top.model, reason: reasonFor(top, measurements.specialist) }, unable };
+  return { ranked, unable };
 }
 
 function ability(measured: Measured): number {
@@ -72,11 +85,19 @@ function reasonFor(measured: Measured, specialist: string | undefined): string {
 }
 
 function measuredReason(measured: Measured, specialist: string | undefined): string {
-  const { model, card, battery } = measured;
-  const where = `${model.backend} ${model.baseUrl}`;
+  const { model } = measured;
+  return `measured best: ${model.id}, ${measurement(measured, specialist)}, on ${model.backend} ${model.baseUrl}`;
+}
+
+/**
+ * What was measured, with its date: `battery pass rate 0.8 for rust over 5 runs (2026-11-28)` or
+ * `probe score 1 with native tool calls (probed 2026-11-28)`.
+ */
+export function measurement(measured: Measured, specialist: string | undefined): string {
+  const { card, battery } = measured;
   if (battery !== undefined)
-    return `measured best: ${model.id}, battery pass rate ${battery.passRate} for ${specialist} over ${battery.runs} runs (${battery.at.slice(0, 10)}), on ${where}`;
+    return `battery pass rate ${battery.passRate} for ${specialist} over ${battery.runs} runs (${battery.at.slice(0, 10)})`;
   const calls =
     card.tools === 'dialect' ? `tool calls as text (${card.dialect ?? '?'})` : 'native tool calls';
-  return `measured best: ${model.id}, probe score ${card.score} with ${calls} (probed ${card.probedAt.slice(0, 10)}), on ${where}`;
+  return `probe score ${card.score} with ${calls} (probed ${card.probedAt.slice(0, 10)})`;
 }

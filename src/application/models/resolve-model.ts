@@ -112,7 +112,8 @@ export function isCandidate(model: CatalogModel): boolean {
   return model.type !== 'embedding' && model.toolUse !== false;
 }
 
-function compareCandidates(a: CatalogModel, b: CatalogModel): number {
+/** SPEC §5's order: tool-capable before unknown, loaded before not, then the smallest. */
+export function compareCandidates(a: CatalogModel, b: CatalogModel): number {
   const tools = rank(a.toolUse) - rank(b.toolUse);
   if (tools !== 0) return tools;
   const loaded = rank(a.loaded) - rank(b.loaded);

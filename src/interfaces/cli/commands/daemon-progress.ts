@@ -15,6 +15,15 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
   switch (event.event) {
     case 'daemon_start':
       return `${s.bold('fabric daemon')} on ${event.repo} · ${event.changes.length === 0 ? 'every change' : event.changes.join(', ')} · max ${plural(event.max_attempts, 'attempt')} · ${event.once ? 'once' : `every ${event.interval_s}s`}`;
+    case 'escalation':
+      return [
+        '  escalation by measurement (daemon.models: auto), best first:',
+        ...event.models.map(
+          (step, i) =>
+            `    ${i + 1}. ${step.model}: ${step.measurement}${step.server === null ? '' : `, on ${step.server}`}`,
+        ),
+        ...event.left_out.map((out) => s.dim(`    left out: ${out.model}: ${out.why}`)),
+      ].join('\n');
     case 'change_unreadable':
       return s.red(`✗ change ${event.change} cannot be read: ${event.message}`);
     case 'baseline':

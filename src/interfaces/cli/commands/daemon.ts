@@ -46,7 +46,9 @@ Options:
       --archive           archive a change whose last task is done and that openspec validate
                           --strict accepts (openspec archive, in a commit of its own)
   -m, --model ID          the model to ask for (LM_STUDIO_MODEL; default: the specialist's, or
-                          daemon.models: a list from cheapest to strongest, tried in turn)
+                          daemon.models: a list from cheapest to strongest, tried in turn; or
+                          auto: the local models measured able by \`fabric models probe\`, best
+                          first, a hosted model only when named in the list, after them)
   -c, --config FILE       the config file
       --json              one JSON line per event on stdout (progress stays on stderr)
       --log-format F      text (default; log_format in the config) or json: the progress on stderr

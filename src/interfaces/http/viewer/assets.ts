@@ -88,6 +88,10 @@ table.matrix td { min-width: 10rem; }
 .cell { padding: .15em 0; }
 .cell .mark { font-weight: 600; white-space: nowrap; }
 .cell-pass .mark, .cell-pass .mark a { color: var(--good); }
+.probe-pass { color: var(--good); }
+.probe-fail, .probe-error, .probe-timeout { color: var(--bad); }
+.probe-skipped, .probe-none { color: var(--muted); }
+th.probe-col { font-size: 12px; }
 .cell-fail .mark, .cell-fail .mark a { color: var(--bad); }
 .cell-infra .mark, .cell-infra .mark a { color: var(--warn); }
 .cell-waiting .mark { color: var(--muted); font-weight: normal; }

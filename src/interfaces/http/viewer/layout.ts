@@ -11,6 +11,7 @@ const VIEWS = [
   { href: '/', label: 'Runs', shown: (_nav: Nav) => true },
   { href: '/batteries', label: 'Batteries', shown: (nav: Nav) => nav.batteries },
   { href: '/daemon', label: 'Daemon', shown: (nav: Nav) => nav.daemon },
+  { href: '/models', label: 'Models', shown: (_nav: Nav) => true },
 ] as const;
 
 /** A whole page: the skip link, the header's links, and `body` as the main content. */
@@ -21,7 +22,7 @@ export function page(
     readonly nav: Nav;
     readonly main?: Record<string, string>;
     /** The header link of the view this page belongs to (`aria-current`). */
-    readonly current?: '/' | '/batteries' | '/daemon';
+    readonly current?: '/' | '/batteries' | '/daemon' | '/models';
   },
 ): SafeHtml {
   const links = VIEWS.filter((view) => view.shown(options.nav)).map(

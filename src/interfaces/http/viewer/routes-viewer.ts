@@ -4,6 +4,8 @@ import { buildTimeline } from '../../../application/replay/replay-timeline.ts';
 import { FabricError, errorMessage } from '../../../domain/errors.ts';
 import { batteryReadModel } from '../../../composition/battery.ts';
 import type { Fabric } from '../../../composition/fabric.ts';
+import { modelCardStore } from '../../../composition/model-cards.ts';
+import { type ModelCard, staleness } from '../../../application/models/model-card.ts';
 import { ApiError } from '../api-error.ts';
 import { sameSecret } from '../auth.ts';
 import { runIdParam } from '../bodies.ts';
@@ -14,6 +16,7 @@ import { sseResponse } from '../sse.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
 import { batteriesPage, batteryPage } from './battery-pages.ts';
 import { type DaemonEntry, daemonPage } from './daemon-page.ts';
+import { type CardEntry, cardSlug, modelCardPage, modelsPage } from './models-page.ts';
 import type { SafeHtml } from './html.ts';
 import type { Nav } from './layout.ts';
 import { RunIndex, type RunQuery, VIEWER_CACHED_RUNS } from './run-index.ts';
@@ -236,6 +239,33 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
       }),
     );
   }
+
+  // The model cards (SPEC §20), each flagged stale against what the servers list now.
+  const cardEntries = async (signal: AbortSignal): Promise<CardEntry[]> => {
+    const [probes, cards] = await Promise.all([fabric.catalog.probe(signal), modelCardStore(fabric).list()]);
+    const listed = probes.flatMap((probe) => probe.models);
+    const now = (card: ModelCard) =>
+      listed.find((m) => m.id === card.model && m.backend === card.backend && m.baseUrl === card.baseUrl);
+    return cards.map((card) => ({ card, stale: staleness(card, now(card)) }));
+  };
+  app.get(
+    '/models',
+    guarded(async (c) => send(c, modelsPage(await cardEntries(c.req.raw.signal), nav))),
+  );
+  app.get(
+    '/models/:slug',
+    guarded(async (c) => {
+      const slug = c.req.param('slug') ?? '';
+      const entry = (await cardEntries(c.req.raw.signal)).find(({ card }) => cardSlug(card) === slug);
+      if (entry === undefined)
+        return send(
+          c,
+          problemPage('No such card', 'There is no model card here by that name; see the models page.', nav),
+          404,
+        );
+      return send(c, modelCardPage(entry, nav));
+    }),
+  );
 
   app.post('/login', async (c) => {
     if (token === undefined) return c.redirect('/', 303);
