@@ -5,6 +5,7 @@ import type { RunRecorder } from './run-recorder.ts';
 import { recoverCallsBeside, recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
 import { overescapedMessage } from './overescaped.ts';
+import { handleUnfinishedText } from './unfinished-turn.ts';
 import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { cutAt, cutMessage, grownLimit } from './cut-turn.ts';
@@ -196,6 +197,16 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       conversation.messages.push({
         role: 'user',
         content: reasoning.trim() === '' ? EMPTY_REPLY_NUDGE : THINK_ONLY_NUDGE,
+      });
+      return { kind: 'continue' };
+    }
+    if (unfinished) {
+      // Text in a stream with no finish chunk is what came before a failure, not an answer (Q15).
+      await handleUnfinishedText(text, {
+        messages: conversation.messages,
+        step,
+        recorder,
+        model: input.model,
       });
       return { kind: 'continue' };
     }

@@ -757,6 +757,43 @@ describe('Ollama /v1 streams that end with no finish chunk (issue 36, Q15, Q18)'
     expect(result.error?.code).toBe('model_output_unparseable');
     expect(server?.chatRequests()).toHaveLength(2);
   });
+
+  /** Text cut off where the generation failed: vLLM #37937 breaks off with no `length` chunk (Q15). */
+  const PART: ScriptedTurn = { reply: { content: '3 km is about 1.8' }, unfinished: 'closed' };
+
+  it.each(['vllm', 'ollama /v1'] as const)(
+    'Q15: text in a stream that closes with no finish chunk (%s) is cut, not the answer: asked again, and the run succeeds',
+    async (kind) => {
+      let run: Awaited<ReturnType<typeof runUnitsOnBackends>>;
+      if (kind === 'vllm') {
+        server = await startFakeVllm({ models: [QWEN], script: [PART, FINISH] });
+        sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+        run = await runUnitsOnBackends(sandbox);
+      } else {
+        run = await viaV1([PART, FINISH]);
+      }
+      const { result, events } = run;
+      expect(result.status).toBe('succeeded');
+      expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+      expect(events.some((e) => e.kind === 'text_fallback' || e.kind === 'llm_retry')).toBe(false);
+      expect(quirks(events)).toMatchObject([{ quirk: 'turn_cut', note: 'Q15', raw: '3 km is about 1.8' }]);
+      const second = server?.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+      expect(second.messages.at(-1)).toMatchObject({
+        role: 'user',
+        content: expect.stringContaining('Your reply ended before the server finished it'),
+      });
+    },
+  );
+
+  it('Q15: twice in a row ends the run with the diagnosis, never the cut text as its answer', async () => {
+    server = await startFakeVllm({ models: [QWEN], script: [PART, PART] });
+    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
+    const { result, exitCode } = await runUnitsOnBackends(sandbox);
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('with no finish_reason twice in a row');
+    expect(server.chatRequests()).toHaveLength(2);
+  });
 });
 
 describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => {
