@@ -1,10 +1,9 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
-import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
-import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
+import type { ScriptedTurn } from '../../support/fake-llm-server.ts';
+import { rustOnFakes } from '../../support/rust-run.ts';
 
 /**
  * Issue 36, research/local-model-quirks-2.md Q4: code arguments escaped one level too many.
@@ -42,28 +41,24 @@ const results = (events: RunEvent[]) =>
   events.filter((e) => e.kind === 'tool_result' || e.kind === 'tool_error');
 
 describe('over-escaped code arguments (issue 36, Q4)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  let workspace: string | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-    if (workspace) await rm(workspace, { recursive: true, force: true });
-  });
-
-  async function run(script: ScriptedTurn[]) {
-    workspace = await exampleCrate();
-    server = await startFakeLlmServer({ flavor: 'ollama', models: [{ id: MODEL, toolUse: true }], script });
-    sandbox = await rustSandbox();
-    const env = { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url };
-    return runRust(sandbox, workspace, env, 'Write calc.py', ['--model', MODEL]);
-  }
+  const rustOn = rustOnFakes();
+  const run = (script: ScriptedTurn[]) =>
+    rustOn({ flavor: 'ollama', models: [{ id: MODEL, toolUse: true }], script }, 'Write calc.py', [
+      '--model',
+      MODEL,
+    ]);
 
   it('a write_file whose content has literal \\n and no line break is not run; the model is told, sends it right, and the file is byte-exact', async () => {
-    const { run: result, events, stderr } = await run([write(OVERESCAPED), write(CODE), FINISH]);
+    const {
+      run: result,
+      events,
+      stderr,
+      server,
+      workspace,
+    } = await run([write(OVERESCAPED), write(CODE), FINISH]);
     expect(result.status, stderr).toBe('succeeded');
-    expect(await readFile(join(workspace ?? '', 'calc.py'), 'utf8')).toBe(CODE);
-    expect(server?.chatRequests()).toHaveLength(3);
+    expect(await readFile(join(workspace, 'calc.py'), 'utf8')).toBe(CODE);
+    expect(server.chatRequests()).toHaveLength(3);
     expect(quirks(events)).toMatchObject([
       { quirk: 'arguments_overescaped', note: 'Q4', tool: 'write_file', field: 'content', raw: OVERESCAPED },
     ]);
@@ -79,7 +74,7 @@ describe('over-escaped code arguments (issue 36, Q4)', () => {
     // Nothing was written by the refused call: no tool_started for it.
     const started = events.filter((e) => e.kind === 'tool_started' && e.tool === 'write_file');
     expect(started).toHaveLength(1);
-    const second = server?.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
     expect(second.messages.at(-1)).toMatchObject({
       role: 'tool',
       content: expect.stringContaining('Call write_file again with real newlines'),
@@ -87,9 +82,9 @@ describe('over-escaped code arguments (issue 36, Q4)', () => {
   });
 
   it('code with real line breaks whose string literals hold \\n is written as it is, not flagged', async () => {
-    const { run: result, events, stderr } = await run([write(LITERALS), FINISH]);
+    const { run: result, events, stderr, workspace } = await run([write(LITERALS), FINISH]);
     expect(result.status, stderr).toBe('succeeded');
-    expect(await readFile(join(workspace ?? '', 'calc.py'), 'utf8')).toBe(LITERALS);
+    expect(await readFile(join(workspace, 'calc.py'), 'utf8')).toBe(LITERALS);
     expect(quirks(events)).toEqual([]);
     expect(results(events)).toMatchObject([{ kind: 'tool_result', tool: 'write_file' }]);
   });
