@@ -81,6 +81,30 @@ describe('over-escaped code arguments (issue 36, Q4)', () => {
     });
   });
 
+  it('an edit_file whose new_text is over-escaped is not made: the file stays as it was', async () => {
+    const OLD = '    pub fn new() -> Self {\n        Self::default()\n    }\n';
+    const NEW = '    pub fn new() -> Self {\n        Self { rects: Vec::new() }\n    }\n';
+    const edit = (new_text: string): ScriptedTurn => ({
+      reply: {
+        toolCalls: [{ name: 'edit_file', arguments: { path: 'src/region.rs', old_text: OLD, new_text } }],
+      },
+    });
+    const overescaped = NEW.replaceAll('\n', '\\n');
+    const { run: result, events, stderr, workspace } = await run([edit(overescaped), FINISH]);
+    expect(result.status, stderr).toBe('succeeded');
+    expect(await readFile(join(workspace, 'src/region.rs'), 'utf8')).toContain(OLD);
+    expect(quirks(events)).toMatchObject([
+      { quirk: 'arguments_overescaped', tool: 'edit_file', field: 'new_text', raw: overescaped },
+    ]);
+    expect(results(events)).toMatchObject([
+      {
+        kind: 'tool_error',
+        reason: 'invalid_arguments',
+        error: expect.stringContaining('Call edit_file again with real newlines'),
+      },
+    ]);
+  });
+
   it('code with real line breaks whose string literals hold \\n is written as it is, not flagged', async () => {
     const { run: result, events, stderr, workspace } = await run([write(LITERALS), FINISH]);
     expect(result.status, stderr).toBe('succeeded');
