@@ -118,8 +118,9 @@ export interface CatalogModel {
   /** Requests the loaded model serves at once (LM Studio's `config.parallel`, llama-server's `total_slots`); undefined when unknown. */
   readonly parallel?: number | undefined;
   /**
-   * The server's build or version as it reports it (llama-server `/props` `build_info`, vLLM
-   * `/version`, Ollama `/api/version`): most quirks are bound to one (research/local-model-quirks-2.md Q33).
+   * The server and its build or version as it reports it, `<server> <version>` (llama-server
+   * `/props` `build_info`, vLLM `/version`, Ollama `/api/version`): most quirks are bound to one
+   * (research/local-model-quirks-2.md Q33). The one source of a model card's `serverVersion`.
    */
   readonly server?: string | undefined;
   /**
@@ -131,8 +132,6 @@ export interface CatalogModel {
   readonly fileId?: string | undefined;
   /** The quantisation the server reports (Ollama's `details.quantization_level`, LM Studio's `quantization`). */
   readonly quantisation?: string | undefined;
-  /** The server's version, when it says (Ollama's `/api/version`). */
-  readonly serverVersion?: string | undefined;
   /** Where `contextLength` comes from, when the backend's kind does not say it alone (Ollama behind `/v1`). */
   readonly windowSource?: string | undefined;
 }

@@ -175,6 +175,8 @@ export interface RunEventBodies {
     detail: string;
     call_id?: string;
     tool?: string;
+    /** The argument the quirk is in (an over-escaped file content, Q4). */
+    field?: string;
     /** The model's own text as it arrived (arguments, or the output a server could not parse). */
     raw?: string;
   };
@@ -304,6 +306,7 @@ export type RunEventKind = keyof RunEventBodies;
 export type ModelQuirk =
   | 'arguments_repaired'
   | 'arguments_unreadable'
+  | 'arguments_overescaped'
   | 'turn_cut'
   | 'empty_turn'
   | 'parse_failed';

@@ -132,9 +132,20 @@ export function staleness(card: ModelCard, now: CatalogModel | undefined): strin
     changes.push(`the model file changed (${short(card.modelFile)} → ${short(now.fileId)})`);
   if (changed(card.quantisation, now.quantisation))
     changes.push(`the quantisation changed (${card.quantisation} → ${now.quantisation})`);
-  if (changed(card.serverVersion, now.serverVersion))
-    changes.push(`the server changed (${card.serverVersion} → ${now.serverVersion})`);
+  const version = serverVersionOf(now.server);
+  if (changed(card.serverVersion, version))
+    changes.push(`the server changed (${card.serverVersion} → ${version})`);
   return changes.length === 0 ? null : `stale: ${changes.join(', ')} since it was probed`;
+}
+
+/**
+ * The version in a catalog model's `server` (`Ollama 0.12.6` → `0.12.6`, `llama-server b6500-…`
+ * → `b6500-…`): what a card keeps as `serverVersion`, so the two never disagree.
+ */
+export function serverVersionOf(server: string | undefined): string | undefined {
+  if (server === undefined) return undefined;
+  const space = server.indexOf(' ');
+  return space === -1 ? server : server.slice(space + 1);
 }
 
 function short(id: string | null | undefined): string {

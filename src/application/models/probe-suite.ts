@@ -13,6 +13,7 @@ import {
   type ProbeResult,
   type ToolAbility,
   probeScore,
+  serverVersionOf,
 } from './model-card.ts';
 import {
   type SeenCall,
@@ -325,7 +326,7 @@ export async function runProbeSuite(
     model: model.id,
     backend: model.backend,
     baseUrl: model.baseUrl,
-    serverVersion: model.serverVersion ?? null,
+    serverVersion: serverVersionOf(model.server) ?? null,
     quantisation: model.quantisation ?? null,
     modelFile: model.fileId ?? null,
     probedAt: options.clock.now().toISOString(),

@@ -20,6 +20,12 @@ export interface SharedModelCardsOptions {
   readonly readBoundMs?: number;
   /** Told when the control plane could not be read or written. */
   readonly onDegraded?: (message: string) => void;
+  /**
+   * A read failure that is no outage, so nothing is said and the files answer: the embedded
+   * database held by another live process, which serves it (SPEC §7), as the control plane
+   * itself treats it.
+   */
+  readonly quietRead?: (error: unknown) => boolean;
 }
 
 export class SharedModelCards implements ModelCardStore {
@@ -59,6 +65,7 @@ export class SharedModelCards implements ModelCardStore {
       const rows = await this.#options.shared();
       return rows === null ? [] : await Promise.race([rows.modelCards(), bound]);
     } catch (error) {
+      if (this.#options.quietRead?.(error) === true) return [];
       this.#options.onDegraded?.(
         `model cards read from the runs directory only: the control plane did not answer (${errorMessage(error)})`,
       );

@@ -5,6 +5,7 @@
  */
 import { errorMessage } from '../../domain/errors.ts';
 import type { JsonSchema, ToolCall } from '../../domain/messages.ts';
+import { type Overescaped, overescapedField } from './overescaped.ts';
 
 /** A call as it is stored and sent back, with what was done to its arguments on the way. */
 export interface CanonicalCall {
@@ -16,6 +17,11 @@ export interface CanonicalCall {
   readonly repairs: readonly string[];
   /** Why the call cannot run: its arguments are not a JSON object. The model is told this. */
   readonly problem?: string;
+  /**
+   * Why the call is not run though its arguments are an object: a file-content field arrived
+   * with literal `\n` instead of line breaks (Q4). Stored as it came; the model is asked again.
+   */
+  readonly overescaped?: Overescaped;
 }
 
 /** The canonical form of a call, its arguments read against the tool's parameter schema. */
@@ -47,10 +53,12 @@ export function canonicalCall(call: ToolCall, schema: JsonSchema | undefined): C
     return dropped(call, 'The arguments must be a JSON object, e.g. {"path": "a.txt"}.');
   const typedValue = schema === undefined ? value : typed(value as Record<string, unknown>, schema, repairs);
   const canonical = JSON.stringify(typedValue);
+  const overescaped = overescapedField(typedValue as Record<string, unknown>, schema);
   return {
     call: { ...call, arguments: canonical },
     ...(canonical === call.arguments ? {} : { raw: call.arguments }),
     repairs,
+    ...(overescaped === undefined ? {} : { overescaped }),
   };
 }
 

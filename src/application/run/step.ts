@@ -4,6 +4,8 @@ import type { ChatClient, ChatTurn, SpecialistPack, Tool, TurnSettings } from '.
 import type { RunRecorder } from './run-recorder.ts';
 import { recoverCallsBeside, recoverWrittenCalls } from './written-calls.ts';
 import { storeCalls } from './stored-calls.ts';
+import { overescapedMessage } from './overescaped.ts';
+import { handleUnfinishedText } from './unfinished-turn.ts';
 import { handleEmptyTurn, handleParserFailure } from './parser-failure.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { cutAt, cutMessage, grownLimit } from './cut-turn.ts';
@@ -198,6 +200,16 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       });
       return { kind: 'continue' };
     }
+    if (unfinished) {
+      // Text in a stream with no finish chunk is what came before a failure, not an answer (Q15).
+      await handleUnfinishedText(text, {
+        messages: conversation.messages,
+        step,
+        recorder,
+        model: input.model,
+      });
+      return { kind: 'continue' };
+    }
     await recorder.record({ kind: 'text_fallback', step, content: text });
     return { kind: 'finished', payload: { summary: text }, via: 'text' };
   }
@@ -218,19 +230,24 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
   conversation.messages.push(assistant);
   const context = { runId: input.runId, step, signal: input.signal };
   const answered: AnsweredCall[] = [];
-  for (const { call, problem } of stored) {
+  for (const { call, problem, overescaped } of stored) {
     const outcome = await dispatchToolCall({
       call,
       ...(cutNote !== undefined
         ? { problem: { reason: 'refused', message: cutNote } as const }
-        : problem === undefined
-          ? {}
-          : {
+        : problem !== undefined
+          ? {
               problem: {
                 reason: 'invalid_json',
                 message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
               },
-            }),
+            }
+          : overescaped === undefined
+            ? {}
+            : {
+                // Code escaped one level too many (Q4): never repaired silently, asked again.
+                problem: { reason: 'invalid_arguments', message: overescapedMessage(call.name, overescaped) },
+              }),
       tools: input.tools,
       pack: input.pack,
       recorder,

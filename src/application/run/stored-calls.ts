@@ -53,7 +53,18 @@ export async function storeCalls(
         detail: `stored as {} and not run: ${canonical.problem}`,
         raw: call.arguments,
       });
-    } else if (canonical.repairs.length > 0) {
+    } else if (canonical.overescaped !== undefined) {
+      const { field, text, escapes } = canonical.overescaped;
+      await options.recorder.record({
+        ...base,
+        quirk: 'arguments_overescaped',
+        note: 'Q4',
+        detail: `not run: "${field}" has ${escapes} literal \\n or \\t escapes where lines end and no line break; the model is asked for real newlines`,
+        field,
+        raw: text,
+      });
+    }
+    if (canonical.problem === undefined && canonical.repairs.length > 0) {
       await options.recorder.record({
         ...base,
         quirk: 'arguments_repaired',

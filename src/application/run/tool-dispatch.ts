@@ -48,9 +48,13 @@ export async function dispatchToolCall(options: {
   onlyFinish?: boolean;
   /**
    * Why the call cannot run though its tool exists: its arguments were not a JSON object (stored
-   * as `{}`, research/local-model-quirks-2.md Q7) or its turn was cut (Q12). The model is told.
+   * as `{}`, research/local-model-quirks-2.md Q7), a file-content field arrived over-escaped (Q4),
+   * or its turn was cut (Q12). The model is told.
    */
-  problem?: { readonly reason: 'invalid_json' | 'refused'; readonly message: string };
+  problem?: {
+    readonly reason: 'invalid_json' | 'invalid_arguments' | 'refused';
+    readonly message: string;
+  };
 }): Promise<CallOutcome> {
   const { call, tools, recorder, context } = options;
   await recorder.record({

@@ -68,18 +68,11 @@ export function modelCardsIn(
   return new SharedModelCards(new FileModelCards(runsDir), {
     shared: async () => {
       const store = await control();
-      if (!isModelCardRows(store)) return null;
-      // The embedded database held by another live process: that process serves it (SPEC §7),
-      // and the files here answer; not a fault to report, as the control plane treats it.
-      return {
-        saveModelCard: (card) => store.saveModelCard(card),
-        modelCards: () =>
-          store.modelCards().catch((error: unknown) => {
-            if (heldByAnotherProcess(error)) return [];
-            throw error;
-          }),
-      };
+      return isModelCardRows(store) ? store : null;
     },
+    // The embedded database held by another live process serves it (SPEC §7): the files here
+    // answer, and it is no fault to report, as the control plane treats it.
+    quietRead: heldByAnotherProcess,
     ...(onDegraded === undefined ? {} : { onDegraded }),
   });
 }

@@ -9,13 +9,11 @@ import {
   VLLM_VERSION,
   llamaParseFailure,
   ollamaParserError,
-  startFakeLlamaServer,
   startFakeVllm,
 } from '../../support/fake-llm-compat.ts';
 import { startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { runUnits } from '../../support/units-run.ts';
 import type { FakeLlmServer, ScriptedTurn } from '../../support/fake-llm-server.ts';
-import { backendsSandbox, runUnitsOnBackends } from '../../support/units-run.ts';
+import { unitsOnFakes } from '../../support/units-on-fakes.ts';
 import { ROOT, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
@@ -52,15 +50,10 @@ function replayedCalls(server: FakeLlmServer, request: number) {
 }
 
 describe('local models as they are (issue 36)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it('Q1, Q6: a JSON string inside the JSON string is decoded once, run, and sent back as the object', async () => {
-    server = await startFakeVllm({
+    const { result, events, server } = await fakes.vllm({
       models: [QWEN],
       script: [
         // Granite 4 through vLLM's hermes parser (vllm PR #54964): the arguments slot holds a string.
@@ -70,8 +63,6 @@ describe('local models as they are (issue 36)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(quirks(events)).toMatchObject([
       { quirk: 'arguments_repaired', note: 'Q1', tool: 'convert_units' },
@@ -81,15 +72,13 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q3: a number written as text is read as the number the schema asks for', async () => {
-    server = await startFakeLlamaServer({
+    const { result, events, server } = await fakes.llama({
       model: QWEN,
       script: [
         { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, value: '3' } }] } },
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(quirks(events)).toMatchObject([
       { quirk: 'arguments_repaired', note: 'Q3', detail: '"value" was the text "3": read as 3' },
@@ -99,7 +88,7 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q7: arguments that are not JSON are stored as {}, the raw text kept, and the history stays valid', async () => {
-    server = await startFakeLlamaServer({
+    const { result, events, server } = await fakes.llama({
       model: QWEN,
       script: [
         { reply: { toolCalls: [{ name: 'convert_units', arguments: '{"value": 3, "from": "km", "to' }] } },
@@ -107,8 +96,6 @@ describe('local models as they are (issue 36)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(quirks(events)).toMatchObject([
       { quirk: 'arguments_unreadable', note: 'Q7', raw: '{"value": 3, "from": "km", "to' },
@@ -120,7 +107,7 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q10: ids the fabric makes for recovered calls fit a Mistral template', async () => {
-    server = await startFakeVllm({
+    const { result, server } = await fakes.vllm({
       models: [MISTRAL],
       mistralIds: true,
       script: [
@@ -130,8 +117,6 @@ describe('local models as they are (issue 36)', () => {
         { reply: { toolCalls: [{ id: 'a1B2c3D4e', name: 'finish_task', arguments: FINISH_ARGS }] } },
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(replayedCalls(server, 1)[0]?.id).toMatch(/^[A-Za-z0-9]{9}$/);
   });
@@ -143,9 +128,11 @@ describe('local models as they are (issue 36)', () => {
   ];
 
   it("Q10: a Mistral model's profile rewrites every id the server gave to nine alphanumerics, so its template accepts the history", async () => {
-    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.vllm({
+      models: [MISTRAL],
+      mistralIds: true,
+      script: [...MISTRAL_SCRIPT],
+    });
     expect(result.status).toBe('succeeded');
     const given = events.find((e) => e.kind === 'llm_response');
     expect(given?.kind === 'llm_response' ? given.tool_calls[0]?.id : '').toMatch(/^call_/);
@@ -161,24 +148,24 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q10: with the profile set to keep the server ids, the same template refuses the next request', async () => {
-    server = await startFakeVllm({ models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] });
-    sandbox = await makeSandbox({
-      llm: { probe_timeout_ms: 1000, backends: [{ kind: 'vllm', url: server.url }] },
-      profiles: { '*mistral*': { tool_call_ids: 'server' } },
-    });
-    const { result } = await runUnitsOnBackends(sandbox);
+    const { result } = await fakes.vllm(
+      { models: [MISTRAL], mistralIds: true, script: [...MISTRAL_SCRIPT] },
+      (backend) =>
+        makeSandbox({
+          llm: { probe_timeout_ms: 1000, backends: [backend] },
+          profiles: { '*mistral*': { tool_call_ids: 'server' } },
+        }),
+    );
     expect(result.status).toBe('failed');
     expect(result.error?.message).toContain('must be a-z, A-Z, 0-9, with a length of 9');
   });
 
   it('Q13: vLLM labelling a prose turn tool_calls with no call makes it an answer, not a tool turn', async () => {
-    server = await startFakeVllm({
+    const { result, events, server } = await fakes.vllm({
       models: [QWEN],
       // vllm #53255: `{"content":"I'm doing well…","tool_calls":[]},"finish_reason":"tool_calls"`.
       script: [{ reply: { content: '2 m is 200 cm.', toolCalls: [], finishReason: 'tool_calls' } }],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(result.payload).toEqual({ summary: '2 m is 200 cm.' });
     expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: 'tool_calls' });
@@ -187,15 +174,13 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q14: calls that vLLM ends with "stop" (a named tool_choice) are run all the same', async () => {
-    server = await startFakeVllm({
+    const { result, events, server } = await fakes.vllm({
       models: [QWEN],
       script: [
         { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }], finishReason: 'stop' } },
         { reply: { ...FINISH.reply, finishReason: 'stop' } },
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
     expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
@@ -203,7 +188,7 @@ describe('local models as they are (issue 36)', () => {
   });
 
   it('Q5: empty or null arguments to a tool with required parameters are a tool error, stored as {}', async () => {
-    server = await startFakeLlamaServer({
+    const { result, events, server } = await fakes.llama({
       model: QWEN,
       script: [
         // brave-browser #56601: `"function":{"name":"get_time","arguments":""}`.
@@ -213,8 +198,6 @@ describe('local models as they are (issue 36)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     const [empty, nothing, ran] = results(events);
     expect(empty).toMatchObject({ kind: 'tool_error', reason: 'invalid_arguments' });
@@ -240,24 +223,20 @@ function cappedSandbox(backend: { kind: string; url: string }, maxTokens: number
 const LONG = 'x'.repeat(400);
 
 describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it('Q12: a call cut mid-arguments that vLLM labels tool_calls is not run, and the model is told it was cut', async () => {
-    server = await startFakeVllm({
-      models: [QWEN],
-      script: [
-        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
-        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
-        FINISH,
-      ],
-    });
-    sandbox = await cappedSandbox({ kind: 'vllm', url: server.url }, 30);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.vllm(
+      {
+        models: [QWEN],
+        script: [
+          { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+          { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+          FINISH,
+        ],
+      },
+      (backend) => cappedSandbox(backend, 30),
+    );
     expect(result.status).toBe('succeeded');
     const first = events.find((e) => e.kind === 'llm_response');
     // The wire as vLLM sends it: tool_calls, 30 of 30 tokens, the arguments unterminated.
@@ -280,15 +259,16 @@ describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
   it('Q12: the turn after a cut one asks for twice the output limit, recorded, and the longer call fits', async () => {
     // ~45 tokens of arguments: more than the profile's 30, less than 60.
     const summary = `Converted 3 km to miles: ${'about 1.864114 mi, '.repeat(8)}`;
-    server = await startFakeLlamaServer({
-      model: QWEN,
-      script: [
-        { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
-        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary, answer: '1.864114 mi' } }] } },
-      ],
-    });
-    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.llama(
+      {
+        model: QWEN,
+        script: [
+          { reply: { toolCalls: [{ name: 'convert_units', arguments: { ...ARGS, to: `mi ${LONG}` } }] } },
+          { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary, answer: '1.864114 mi' } }] } },
+        ],
+      },
+      (backend) => cappedSandbox(backend, 30),
+    );
     expect(result.status).toBe('succeeded');
     expect(result.payload).toMatchObject({ summary });
     const limits = server.chatRequests().map((r) => (r.body as { max_tokens?: number }).max_tokens);
@@ -302,20 +282,21 @@ describe('a turn cut by the output limit (issue 36, Q12–Q16)', () => {
   });
 
   it('Q16: text cut inside a <tool_call> block is neither an answer nor a call', async () => {
-    server = await startFakeLlamaServer({
-      model: QWEN,
-      script: [
-        {
-          reply: {
-            content: `<tool_call>\n{"name": "convert_units", "arguments": {"value": 3, "note": "${LONG}"}}\n</tool_call>`,
+    const { result, events, server } = await fakes.llama(
+      {
+        model: QWEN,
+        script: [
+          {
+            reply: {
+              content: `<tool_call>\n{"name": "convert_units", "arguments": {"value": 3, "note": "${LONG}"}}\n</tool_call>`,
+            },
           },
-        },
-        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
-        FINISH,
-      ],
-    });
-    sandbox = await cappedSandbox({ kind: 'llama_cpp', url: server.url }, 30);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+          { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+          FINISH,
+        ],
+      },
+      (backend) => cappedSandbox(backend, 30),
+    );
     expect(result.status).toBe('succeeded');
     expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
     expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: 'length' });
@@ -333,17 +314,13 @@ const XML_CALL =
   '<tool_call>\n<function=convert_units>\n<parameter=value>\n3\n</parameter>\n<parameter=from>\nkm\n</parameter>\n<parameter=to>\nmi\n</parameter>\n</function>\n</tool_call>';
 
 describe('a server whose parser fails on the model output (issue 36, Q17, Q18)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it('Q17: the call in llama-server\'s "Failed to parse input" 500 is read and run, with no retry', async () => {
-    server = await startFakeLlamaServer({ model: QWEN, script: [llamaParseFailure(204, XML_CALL), FINISH] });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.llama({
+      model: QWEN,
+      script: [llamaParseFailure(204, XML_CALL), FINISH],
+    });
     expect(result.status).toBe('succeeded');
     expect(server.chatRequests()).toHaveLength(2);
     expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
@@ -353,12 +330,10 @@ describe('a server whose parser fails on the model output (issue 36, Q17, Q18)',
   });
 
   it('Q17: an unreadable rest is asked again with a correction, and a second failure ends the run with the diagnosis', async () => {
-    server = await startFakeLlamaServer({
+    const { result, events, exitCode, server } = await fakes.llama({
       model: QWEN,
       script: [llamaParseFailure(12, '</tool_call>'), llamaParseFailure(12, '</tool_call>')],
     });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events, exitCode } = await runUnitsOnBackends(sandbox);
     expect(exitCode).toBe(1);
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('model_output_unparseable');
@@ -376,17 +351,17 @@ describe('a server whose parser fails on the model output (issue 36, Q17, Q18)',
   });
 
   it("Q18: Ollama's built-in parser error line is the model's output: asked again changed, then the run succeeds", async () => {
-    server = await startFakeLlmServer({
-      flavor: 'ollama',
-      models: [{ id: 'qwen3-coder:30b', toolUse: true }],
-      script: [
-        ollamaParserError('XML syntax error on line 7: expected element name after <'),
-        { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
-        FINISH,
-      ],
-    });
-    sandbox = await makeSandbox();
-    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    const { result, events, server } = await fakes.ollama(
+      {
+        models: [{ id: 'qwen3-coder:30b', toolUse: true }],
+        script: [
+          ollamaParserError('XML syntax error on line 7: expected element name after <'),
+          { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } },
+          FINISH,
+        ],
+      },
+      'qwen3-coder:30b',
+    );
     expect(result.status).toBe('succeeded');
     expect(server.chatRequests()).toHaveLength(3);
     expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
@@ -395,12 +370,7 @@ describe('a server whose parser fails on the model output (issue 36, Q17, Q18)',
 });
 
 describe('an empty message with tokens counted (issue 36, Q19)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   /** Ollama parsing calls through the template: a call named by the tool's description is dropped. */
   const DESCRIBED: ScriptedTurn = {
@@ -408,14 +378,14 @@ describe('an empty message with tokens counted (issue 36, Q19)', () => {
   };
 
   it('is a parse failure, not an answer: asked again with the exact tool names, and the run succeeds', async () => {
-    server = await startFakeLlmServer({
-      flavor: 'ollama',
-      templateToolParser: true,
-      models: [{ id: 'qwen2.5:7b', toolUse: true }],
-      script: [DESCRIBED, { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } }, FINISH],
-    });
-    sandbox = await makeSandbox();
-    const { result, events } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    const { result, events, server } = await fakes.ollama(
+      {
+        templateToolParser: true,
+        models: [{ id: 'qwen2.5:7b', toolUse: true }],
+        script: [DESCRIBED, { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } }, FINISH],
+      },
+      'qwen2.5:7b',
+    );
     expect(result.status).toBe('succeeded');
     expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
     const first = events.find((e) => e.kind === 'llm_response');
@@ -428,14 +398,14 @@ describe('an empty message with tokens counted (issue 36, Q19)', () => {
   });
 
   it('twice in a row ends the run with the diagnosis, not a text answer', async () => {
-    server = await startFakeLlmServer({
-      flavor: 'ollama',
-      templateToolParser: true,
-      models: [{ id: 'qwen2.5:7b', toolUse: true }],
-      script: [DESCRIBED, DESCRIBED],
-    });
-    sandbox = await makeSandbox();
-    const { result, exitCode } = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+    const { result, exitCode, server } = await fakes.ollama(
+      {
+        templateToolParser: true,
+        models: [{ id: 'qwen2.5:7b', toolUse: true }],
+        script: [DESCRIBED, DESCRIBED],
+      },
+      'qwen2.5:7b',
+    );
     expect(exitCode).toBe(1);
     expect(result.error?.code).toBe('model_output_unparseable');
     expect(result.error?.message).toContain('twice in a row and the server returned an empty message');
@@ -454,20 +424,13 @@ const inReasoning = (reasoning: string): ScriptedTurn => ({
 });
 
 describe('a call written inside <think> (issue 36, Q24)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it('a whole block naming an offered tool at the end of the reasoning is run, recorded as from the reasoning', async () => {
-    server = await startFakeVllm({
+    const { result, events, server } = await fakes.vllm({
       models: [QWEN],
       script: [inReasoning(`I should convert 3 km to miles.\n${XML_BLOCK}`), FINISH],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(events.find((e) => e.kind === 'tool_call_recovered')).toMatchObject({
       format: 'qwen3_coder_xml',
@@ -479,7 +442,7 @@ describe('a call written inside <think> (issue 36, Q24)', () => {
   });
 
   it('a block followed by more thought, or cut short, is not run: the model is told to act', async () => {
-    server = await startFakeVllm({
+    const { result, events, server } = await fakes.vllm({
       models: [QWEN],
       script: [
         inReasoning(`Maybe:\n${XML_BLOCK}\nBut first I should check which units it accepts.`),
@@ -488,8 +451,6 @@ describe('a call written inside <think> (issue 36, Q24)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(events.some((e) => e.kind === 'tool_call_recovered')).toBe(false);
     expect(results(events)).toMatchObject([{ kind: 'tool_result', result: '3 km = 1.864114 mi' }]);
@@ -501,12 +462,7 @@ describe('a call written inside <think> (issue 36, Q24)', () => {
 });
 
 describe('stream assembly (issue 36, Q29)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it.each([
     [
@@ -518,7 +474,7 @@ describe('stream assembly (issue 36, Q29)', () => {
       { sharedIndex: true },
     ],
   ])('%s: each call whole, each run', async (_name, quirk) => {
-    server = await startFakeVllm({
+    const { result, events } = await fakes.vllm({
       models: [QWEN],
       script: [
         {
@@ -533,8 +489,6 @@ describe('stream assembly (issue 36, Q29)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind))).toEqual([
       '3 km = 1.864114 mi',
@@ -544,7 +498,7 @@ describe('stream assembly (issue 36, Q29)', () => {
   });
 
   it('parallel calls streamed without an index are two calls, each with its own arguments', async () => {
-    server = await startFakeVllm({
+    const { result, events } = await fakes.vllm({
       models: [QWEN],
       script: [
         {
@@ -559,8 +513,6 @@ describe('stream assembly (issue 36, Q29)', () => {
         FINISH,
       ],
     });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
     expect(result.status).toBe('succeeded');
     expect(results(events).map((e) => (e.kind === 'tool_result' ? e.result : e.kind))).toEqual([
       '3 km = 1.864114 mi',
@@ -570,12 +522,7 @@ describe('stream assembly (issue 36, Q29)', () => {
 });
 
 describe('several calls in one turn (issue 36, Q27, Q28)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   const TWO: ScriptedTurn = {
     reply: {
@@ -591,9 +538,7 @@ describe('several calls in one turn (issue 36, Q27, Q28)', () => {
     server.chatRequests().map((r) => (r.body as { parallel_tool_calls?: unknown }).parallel_tool_calls);
 
   it('Q27: llama-server is asked for parallel calls, so both calls of a turn come as calls and run', async () => {
-    server = await startFakeLlamaServer({ model: QWEN, script: [TWO, FINISH] });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.llama({ model: QWEN, script: [TWO, FINISH] });
     expect(result.status).toBe('succeeded');
     expect(asked(server)).toEqual([true, true]);
     expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
@@ -601,9 +546,11 @@ describe('several calls in one turn (issue 36, Q27, Q28)', () => {
   });
 
   it('Q27: a template that cannot do parallel calls leaves the second in the content, where it is read and run', async () => {
-    server = await startFakeLlamaServer({ model: QWEN, parallelTemplate: false, script: [TWO, FINISH] });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.llama({
+      model: QWEN,
+      parallelTemplate: false,
+      script: [TWO, FINISH],
+    });
     expect(result.status).toBe('succeeded');
     const first = events.find((e) => e.kind === 'llm_response');
     expect(first).toMatchObject({ tool_calls: [{ name: 'convert_units' }] });
@@ -632,9 +579,7 @@ describe('several calls in one turn (issue 36, Q27, Q28)', () => {
   });
 
   it('Q28: vLLM, which drops every call after the first when told false, is asked true and runs both', async () => {
-    server = await startFakeVllm({ models: [QWEN], script: [TWO, FINISH] });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.vllm({ models: [QWEN], script: [TWO, FINISH] });
     expect(result.status).toBe('succeeded');
     expect(asked(server)).toEqual([true, true]);
     expect(answers(events)).toEqual(['3 km = 1.864114 mi', '2 m = 200 cm']);
@@ -642,12 +587,7 @@ describe('several calls in one turn (issue 36, Q27, Q28)', () => {
 });
 
 describe("the server's build and its tool-call parser in run_start (issue 36, Q33, Q34)", () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   const starts = (events: RunEvent[]) => events.find((e) => e.kind === 'run_start');
   const SIMPLE: ScriptedTurn[] = [
@@ -656,9 +596,7 @@ describe("the server's build and its tool-call parser in run_start (issue 36, Q3
   ];
 
   it("llama-server: /props build_info, /slots chat format and the template's digest, shown by fabric runs show", async () => {
-    server = await startFakeLlamaServer({ model: QWEN, script: [...SIMPLE] });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, sandbox } = await fakes.llama({ model: QWEN, script: [...SIMPLE] });
     expect(result.status).toBe('succeeded');
     const digest = createHash('sha256').update(CHAT_TEMPLATE).digest('hex').slice(0, 12);
     expect(starts(events)).toMatchObject({
@@ -676,60 +614,51 @@ describe("the server's build and its tool-call parser in run_start (issue 36, Q3
   });
 
   it('vLLM: /version; no endpoint says its --tool-call-parser, so none is claimed', async () => {
-    server = await startFakeVllm({ models: [QWEN], script: [...SIMPLE] });
-    sandbox = await backendsSandbox([{ kind: 'vllm', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events } = await fakes.vllm({ models: [QWEN], script: [...SIMPLE] });
     expect(result.status).toBe('succeeded');
     expect(starts(events)).toMatchObject({ server_build: `vLLM ${VLLM_VERSION}` });
     expect(starts(events)).not.toHaveProperty('tool_parser');
   });
 
   it("Ollama: /api/version, and /api/show's parser and renderer (or the template, when the parser is empty)", async () => {
-    server = await startFakeLlmServer({
-      flavor: 'ollama',
-      models: [
-        { id: 'qwen3-coder:30b', toolUse: true, parser: 'qwen3-coder', renderer: 'qwen3-coder' },
-        { id: 'qwen2.5:7b', toolUse: true, parser: '' },
-      ],
-      script: [...SIMPLE, ...SIMPLE],
-    });
-    sandbox = await makeSandbox();
-    const builtIn = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen3-coder:30b']);
+    const models = [
+      { id: 'qwen3-coder:30b', toolUse: true, parser: 'qwen3-coder', renderer: 'qwen3-coder' },
+      { id: 'qwen2.5:7b', toolUse: true, parser: '' },
+    ];
+    const builtIn = await fakes.ollama({ models, script: [...SIMPLE] }, 'qwen3-coder:30b');
     expect(starts(builtIn.events)).toMatchObject({
       server_build: 'Ollama 0.12.6',
       tool_parser: 'built-in parser qwen3-coder, renderer qwen3-coder',
     });
-    const template = await runUnits(sandbox, server, 'ollama', ['--model', 'qwen2.5:7b']);
+  });
+
+  it("Ollama: the model template, when /api/show's parser is empty", async () => {
+    const models = [{ id: 'qwen2.5:7b', toolUse: true, parser: '' }];
+    const template = await fakes.ollama({ models, script: [...SIMPLE] }, 'qwen2.5:7b');
     expect(starts(template.events)).toMatchObject({ tool_parser: 'the model template (no built-in parser)' });
   });
 });
 
 describe('Ollama /v1 streams that end with no finish chunk (issue 36, Q15, Q18)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   /** Ollama reached through its OpenAI-compatible /v1 (an `openai` backend with no key). */
   async function viaV1(script: ScriptedTurn[]) {
-    server = await startFakeLlmServer({
+    const started = startFakeLlmServer({
       flavor: 'ollama',
       models: [{ id: 'qwen3-coder:30b', toolUse: true }],
       script,
     });
-    sandbox = await backendsSandbox([{ kind: 'openai', url: server.url }]);
-    return runUnitsOnBackends(sandbox, {}, ['--model', 'qwen3-coder:30b']);
+    return fakes.on('openai', started, undefined, ['--model', 'qwen3-coder:30b']);
   }
   const CALL = { toolCalls: [{ name: 'convert_units', arguments: ARGS }] };
 
   it.each(['after_done', 'closed'] as const)(
     'a whole call in a stream that ends %s with no finish chunk is the turn: run once, no retry',
     async (unfinished) => {
-      const { result, events } = await viaV1([{ reply: CALL, unfinished }, FINISH]);
+      const { result, events, server } = await viaV1([{ reply: CALL, unfinished }, FINISH]);
       expect(result.status).toBe('succeeded');
-      expect(server?.chatRequests()).toHaveLength(2);
+      expect(server.chatRequests()).toHaveLength(2);
       expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
       expect(events.find((e) => e.kind === 'llm_response')).toMatchObject({ finish_reason: null });
       expect(results(events)[0]).toMatchObject({ kind: 'tool_result', result: '3 km = 1.864114 mi' });
@@ -737,25 +666,54 @@ describe('Ollama /v1 streams that end with no finish chunk (issue 36, Q15, Q18)'
   );
 
   it("an empty stream that just closes is Ollama's swallowed parser error: asked again changed, never a dead server", async () => {
-    const { result, events } = await viaV1([
+    const { result, events, server } = await viaV1([
       { reply: { content: '' }, unfinished: 'closed' },
       { reply: CALL },
       FINISH,
     ]);
     expect(result.status).toBe('succeeded');
-    expect(server?.chatRequests()).toHaveLength(3);
+    expect(server.chatRequests()).toHaveLength(3);
     expect(events.some((e) => e.kind === 'llm_retry')).toBe(false);
     expect(quirks(events)).toMatchObject([{ quirk: 'empty_turn', note: 'Q18' }]);
-    const second = server?.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+    const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
     expect(second.messages.at(-1)?.content).toContain('the server ended its stream unfinished');
   });
 
   it('twice in a row ends the run as model_output_unparseable, not backend_unavailable', async () => {
     const empty: ScriptedTurn = { reply: { content: '' }, unfinished: 'closed' };
-    const { result, exitCode } = await viaV1([empty, empty]);
+    const { result, exitCode, server } = await viaV1([empty, empty]);
     expect(exitCode).toBe(1);
     expect(result.error?.code).toBe('model_output_unparseable');
-    expect(server?.chatRequests()).toHaveLength(2);
+    expect(server.chatRequests()).toHaveLength(2);
+  });
+
+  /** Text cut off where the generation failed: vLLM #37937 breaks off with no `length` chunk (Q15). */
+  const PART: ScriptedTurn = { reply: { content: '3 km is about 1.8' }, unfinished: 'closed' };
+
+  it.each(['vllm', 'ollama /v1'] as const)(
+    'Q15: text in a stream that closes with no finish chunk (%s) is cut, not the answer: asked again, and the run succeeds',
+    async (kind) => {
+      const script = [PART, FINISH];
+      const { result, events, server } =
+        kind === 'vllm' ? await fakes.vllm({ models: [QWEN], script }) : await viaV1(script);
+      expect(result.status).toBe('succeeded');
+      expect(result.payload).toMatchObject({ answer: '1.864114 mi' });
+      expect(events.some((e) => e.kind === 'text_fallback' || e.kind === 'llm_retry')).toBe(false);
+      expect(quirks(events)).toMatchObject([{ quirk: 'turn_cut', note: 'Q15', raw: '3 km is about 1.8' }]);
+      const second = server.chatRequests()[1]?.body as { messages: { role: string; content: string }[] };
+      expect(second.messages.at(-1)).toMatchObject({
+        role: 'user',
+        content: expect.stringContaining('Your reply ended before the server finished it'),
+      });
+    },
+  );
+
+  it('Q15: twice in a row ends the run with the diagnosis, never the cut text as its answer', async () => {
+    const { result, exitCode, server } = await fakes.vllm({ models: [QWEN], script: [PART, PART] });
+    expect(exitCode).toBe(1);
+    expect(result.error?.code).toBe('model_output_unparseable');
+    expect(result.error?.message).toContain('with no finish_reason twice in a row');
+    expect(server.chatRequests()).toHaveLength(2);
   });
 });
 
@@ -816,18 +774,14 @@ describe('tool schemas sent dereferenced and simple (issue 36, Q2, Q22)', () => 
 });
 
 describe('one system message, at index 0 (issue 36, Q8)', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-  });
+  const fakes = unitsOnFakes();
 
   it("a stuck warning goes as a user message, which llama-server's template accepts", async () => {
     const same: ScriptedTurn = { reply: { toolCalls: [{ name: 'convert_units', arguments: ARGS }] } };
-    server = await startFakeLlamaServer({ model: QWEN, script: [same, same, same, same, FINISH] });
-    sandbox = await backendsSandbox([{ kind: 'llama_cpp', url: server.url }]);
-    const { result, events } = await runUnitsOnBackends(sandbox);
+    const { result, events, server } = await fakes.llama({
+      model: QWEN,
+      script: [same, same, same, same, FINISH],
+    });
     expect(result.status).toBe('succeeded');
     expect(events.find((e) => e.kind === 'run_stuck')).toMatchObject({ action: 'warned' });
     const last = server.chatRequests().at(-1)?.body as { messages: { role: string }[] };

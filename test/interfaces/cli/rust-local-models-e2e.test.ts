@@ -1,9 +1,8 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
-import { exampleCrate, runRust, rustSandbox } from '../../support/rust-run.ts';
-import { type FakeLlmServer, type ScriptedTurn, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { describe, expect, it } from 'vitest';
+import { rustOnFakes } from '../../support/rust-run.ts';
+import type { ScriptedTurn } from '../../support/fake-llm-server.ts';
 
 /**
  * Issue 22's "done when": a rust run on the example crate succeeds end to end against each way a
@@ -123,34 +122,25 @@ const CASES: [string, 'lm_studio' | 'ollama', ScriptedTurn[]][] = [
 ];
 
 describe('fabric run --specialist rust with the models of 2026', () => {
-  let server: FakeLlmServer | undefined;
-  let sandbox: Sandbox | undefined;
-  let workspace: string | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    await sandbox?.cleanup();
-    if (workspace) await rm(workspace, { recursive: true, force: true });
-  });
+  const rustOn = rustOnFakes();
 
   it.each(CASES)('succeeds against %s', async (_name, flavor, turns) => {
-    workspace = await exampleCrate();
-    server = await startFakeLlmServer({
-      flavor,
-      models: [{ id: flavor === 'ollama' ? 'qwen3:8b' : 'qwen/qwen3-coder-30b', toolUse: true }],
-      // The content streams three characters at a time: every tag is cut somewhere.
-      script: [
-        ...turns.map((turn) =>
-          'reply' in turn && turn.reply.content ? { ...turn, reply: { chunkChars: 3, ...turn.reply } } : turn,
-        ),
-        FINISH,
-      ],
-    });
-    sandbox = await rustSandbox();
-    const env =
-      flavor === 'ollama'
-        ? { ...testEnv(sandbox, 'http://127.0.0.1:9'), OLLAMA_HOST: server.url }
-        : testEnv(sandbox, server.url);
-    const { run, events, stderr } = await runRust(sandbox, workspace, env, 'Write the plan');
+    const { run, events, stderr, server, workspace } = await rustOn(
+      {
+        flavor,
+        models: [{ id: flavor === 'ollama' ? 'qwen3:8b' : 'qwen/qwen3-coder-30b', toolUse: true }],
+        // The content streams three characters at a time: every tag is cut somewhere.
+        script: [
+          ...turns.map((turn) =>
+            'reply' in turn && turn.reply.content
+              ? { ...turn, reply: { chunkChars: 3, ...turn.reply } }
+              : turn,
+          ),
+          FINISH,
+        ],
+      },
+      'Write the plan',
+    );
     expect(run.status, stderr).toBe('succeeded');
     expect(run.payload).toMatchObject({ summary: 'Wrote the plan.' });
     expect(JSON.stringify(run.payload)).not.toContain(THOUGHT);

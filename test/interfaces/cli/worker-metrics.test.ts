@@ -1,25 +1,13 @@
-import { writeFile } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../infrastructure/control/pg-test-db.ts';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { freePort, promtoolCheck } from '../../support/metrics-checks.ts';
+import { listeningOn } from '../../support/served.ts';
 import { stepsResponder } from '../../support/steps-responder.ts';
 import { until } from '../../support/until.ts';
 import { postJson } from '../http/http-harness.ts';
-
-const PROMTOOL = '/usr/bin/promtool';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** GET /metrics with the Host header a DNS-rebinding page would send. */
 function statusWithHost(port: number, host: string): Promise<number | undefined> {
@@ -64,14 +52,7 @@ describe('fabric serve and fabric worker on the queue: /metrics', () => {
       cwd: sandbox.dir,
     });
     procs.push(serve);
-    let serveLog = '';
-    serve.stderr?.on('data', (chunk: Buffer) => {
-      serveLog += chunk.toString();
-    });
-    const url = await until(
-      'the server to listen',
-      async () => /listening on (http:\/\/\S+)/.exec(serveLog)?.[1],
-    );
+    const { url } = await listeningOn(serve);
 
     // No worker yet: the run waits in the queue, and the server's /metrics says so.
     const started = await postJson(`${url}/v1/runs`, { specialist: 'units', task: 'Convert 3 km to miles' });
@@ -120,10 +101,8 @@ describe('fabric serve and fabric worker on the queue: /metrics', () => {
       ['worker', text],
       ['serve', served],
     ] as const) {
-      const metricsFile = join(sandbox.dir, `metrics-${name}.txt`);
-      await writeFile(metricsFile, body);
-      const check = await execa(PROMTOOL, ['check', 'metrics'], { inputFile: metricsFile, reject: false });
-      expect(check.exitCode, `${name}: ${check.stdout}${check.stderr}`).toBe(0);
+      const check = await promtoolCheck(sandbox.dir, `metrics-${name}.txt`, body);
+      expect(check.exitCode, `${name}: ${check.output}`).toBe(0);
     }
   }, 90_000);
 });

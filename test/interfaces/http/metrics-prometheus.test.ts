@@ -1,24 +1,15 @@
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { freePort, promtoolCheck } from '../../support/metrics-checks.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { listeningOn, runToEnd } from '../../support/served.ts';
 
 const MODEL = 'qwen/qwen3-coder-30b';
 const PROMETHEUS = '/usr/bin/prometheus';
-const PROMTOOL = '/usr/bin/promtool';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Asks Prometheus until the query has a result (it scrapes every second). */
 async function query(
@@ -84,10 +75,8 @@ describe('/metrics on fabric serve, scraped by a real Prometheus', () => {
       `fabric_model_request_duration_seconds_count{model="${MODEL}",provider="lm_studio"} 3`,
     );
     expect(text).toContain('fabric_tool_calls_total{tool="convert_units",outcome="ok"} 1');
-    const metricsFile = join(sandbox.dir, 'metrics.txt');
-    await writeFile(metricsFile, text);
-    const check = await execa(PROMTOOL, ['check', 'metrics'], { inputFile: metricsFile, reject: false });
-    expect(check.exitCode, `${check.stdout}${check.stderr}`).toBe(0);
+    const check = await promtoolCheck(sandbox.dir, 'metrics.txt', text);
+    expect(check.exitCode, check.output).toBe(0);
 
     const target = new URL(url);
     const promPort = await freePort();

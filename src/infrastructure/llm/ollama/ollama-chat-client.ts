@@ -180,8 +180,12 @@ export class OllamaChatClient implements ChatClient {
       ...think.finish(),
       toolCalls,
       // The native API has no 'tool_calls' reason; derive it the way Ollama's OpenAI layer does.
+      // The done line is the native stream's terminator: without a done_reason (an older Ollama)
+      // the turn still ended whole — null is for a stream that ended without its terminator.
       finishReason:
-        toolCalls.length > 0 && final.doneReason === 'stop' ? 'tool_calls' : (final.doneReason ?? null),
+        toolCalls.length > 0 && (final.doneReason ?? 'stop') === 'stop'
+          ? 'tool_calls'
+          : (final.doneReason ?? 'stop'),
       usage: { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion },
     };
   }

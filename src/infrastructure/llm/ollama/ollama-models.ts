@@ -125,7 +125,6 @@ export function toCatalogModel(
     ...(parser === undefined ? {} : { toolParser: parser }),
     fileId: facts.digest,
     quantisation: facts.quantisation,
-    serverVersion: version,
   };
 }
 

@@ -12,6 +12,12 @@ import { defineTool } from '../define-tool.ts';
 import { unifiedDiff } from '../../../domain/unified-diff.ts';
 
 const workspacePath = v.pipe(v.string(), v.description('A path relative to the workspace root.'));
+/**
+ * Text that goes into a file as it is: `contentMediaType` declares it file content, so a call
+ * whose text arrives with literal `\n` instead of line breaks is refused, not written
+ * (research/local-model-quirks-2.md Q4, docs/packs.md).
+ */
+const fileText = v.pipe(v.string(), v.metadata({ contentMediaType: 'text/plain' }));
 
 /** The file tools of SPEC §4.1, confined to the workspace by `scope`. */
 export function fileTools(scope: PathScope): Tool[] {
@@ -40,7 +46,7 @@ export function fileTools(scope: PathScope): Tool[] {
       name: 'write_file',
       description:
         'Create or replace a workspace file with the given content, creating parent folders. Prefer edit_file for changes to existing files.',
-      input: v.object({ path: workspacePath, content: v.string() }),
+      input: v.object({ path: workspacePath, content: fileText }),
       // A whole file: written twice, it is the same file.
       effect: 'idempotent',
       run: async (args) => {
@@ -55,7 +61,7 @@ export function fileTools(scope: PathScope): Tool[] {
       name: 'edit_file',
       description:
         'Replace exactly one occurrence of old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.',
-      input: v.object({ path: workspacePath, old_text: v.string(), new_text: v.string() }),
+      input: v.object({ path: workspacePath, old_text: v.string(), new_text: fileText }),
       effect: 'transform',
       checkApplied: (args) => editApplied(scope, args.path, args.old_text, args.new_text),
       run: async (args) => {
