@@ -42,7 +42,7 @@ export function toOpenAiTools(tools: readonly ToolSpec[]): ChatCompletionTool[] 
     function: {
       name: tool.name,
       description: tool.description,
-      parameters: simpleToolSchema(tool.parameters),
+      parameters: simpleToolSchema(tool.parameters, { wire: true }),
     },
   }));
 }

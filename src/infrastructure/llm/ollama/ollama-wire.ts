@@ -53,7 +53,7 @@ export function toOllamaTools(tools: readonly ToolSpec[]): Record<string, unknow
     function: {
       name: tool.name,
       description: tool.description,
-      parameters: simpleToolSchema(tool.parameters),
+      parameters: simpleToolSchema(tool.parameters, { wire: true }),
     },
   }));
 }
