@@ -190,10 +190,10 @@ export class ControlMirror implements RunObserver {
         return;
       }
       this.#queue.push(item);
-      // A server's rows follow a run's end at once (readers follow runs through it); the embedded
-      // database, which pays per statement on this process's cores, waits for the batch.
-      if (this.#queue.length >= this.#batchSize || (event.kind === 'run_end' && this.#writeOnEnd))
-        this.#kick();
+      // A server's rows follow a run's end and its resume at once (readers follow runs through
+      // it); the embedded database, which pays per statement on this process's cores, waits for the batch.
+      const turn = event.kind === 'run_end' || event.kind === 'run_resumed';
+      if (this.#queue.length >= this.#batchSize || (turn && this.#writeOnEnd)) this.#kick();
       else this.#arm();
     } catch {
       // An observer must not throw into the loop; the runlog is the record.

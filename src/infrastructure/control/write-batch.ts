@@ -14,6 +14,10 @@ import type { SqlQuery } from './sql-executor.ts';
 // - run_start leaves status alone, and run_end the start fields: either may come first (sync
 //   after a partial mirror). So the update takes each group of columns from the batch only when
 //   the batch has that event, and leaves a run the batch merely mentions untouched.
+// - A resumed run (SPEC §18) goes on past its run_end: a run_resumed after the batch's last
+//   run_end for the run (or with none) sets the row back to `running` (no end, no outcome) at
+//   once, and counts the resume — once per run_resumed the store did not hold yet, so a sync that
+//   sends it again counts nothing. A fenced run's resume is the reaper's hand-on, counted by it.
 // - A fenced run (a queue worker's, under its lease: issue 26) is written only while its row
 //   holds that lease token and says `running`: the row is updated (locked, and its condition
 //   checked on the latest version, so a reaper that committed first wins), and its events and
@@ -33,11 +37,21 @@ ends as (
     as r(run_id text, status text, ts timestamptz, steps integer, prompt_tokens integer,
       completion_tokens integer, total_tokens integer, duration_ms integer, payload jsonb, error jsonb)
 ),
+reopens as (
+  select r.* from batch, jsonb_to_recordset(batch.doc->'reopens') as r(run_id text)
+),
+resumed as (
+  select r.run_id, count(*)::integer as n
+  from batch, jsonb_to_recordset(batch.doc->'resumed') as r(run_id text, seq integer)
+  where not exists (select 1 from control.run_events x where x.run_id = r.run_id and x.seq = r.seq)
+  group by r.run_id
+),
 fences as (
   select r.* from batch, jsonb_to_recordset(batch.doc->'fences') as r(run_id text, token bigint)
 ),
 merged as (
   select seen.run_id, s.run_id is not null as has_start, e.run_id is not null as has_end, f.token as fence,
+    o.run_id is not null as has_reopen, coalesce(n.n, 0) as new_resumes,
     s.specialist, s.task, s.model, s.backend, coalesce(s.ts, seen.ts) as started_at,
     coalesce(e.status, 'running') as status, e.ts as ended_at, e.steps, e.prompt_tokens,
     e.completion_tokens, e.total_tokens, e.duration_ms, e.payload, e.error
@@ -45,36 +59,40 @@ merged as (
   left join starts s on s.run_id = seen.run_id
   left join ends e on e.run_id = seen.run_id
   left join fences f on f.run_id = seen.run_id
+  left join reopens o on o.run_id = seen.run_id
+  left join resumed n on n.run_id = seen.run_id
 ),
 runs_written as (
   insert into control.runs as t (id, specialist, task, model, backend, started_at, status, ended_at,
-    steps, prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error)
+    steps, prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error, resumes)
   select run_id, specialist, task, model, backend, started_at, status, ended_at, steps,
-    prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error
+    prompt_tokens, completion_tokens, total_tokens, duration_ms, payload, error, new_resumes
   from merged
   -- A fenced run's row was made when its worker took it: never made again from the batch.
   where merged.fence is null
   on conflict (id) do update set
     (specialist, task, model, backend, started_at, status, ended_at, steps, prompt_tokens,
-      completion_tokens, total_tokens, duration_ms, payload, error, updated_at) = (
+      completion_tokens, total_tokens, duration_ms, payload, error, resumes, updated_at) = (
     select
       case when m.has_start then excluded.specialist else t.specialist end,
       case when m.has_start then excluded.task else t.task end,
       case when m.has_start then excluded.model else t.model end,
       case when m.has_start then excluded.backend else t.backend end,
       case when m.has_start then excluded.started_at else t.started_at end,
-      case when m.has_end then excluded.status else t.status end,
-      case when m.has_end then excluded.ended_at else t.ended_at end,
+      case when m.has_end then excluded.status when m.has_reopen then 'running' else t.status end,
+      case when m.has_end then excluded.ended_at when m.has_reopen then null else t.ended_at end,
       case when m.has_end then excluded.steps else t.steps end,
       case when m.has_end then excluded.prompt_tokens else t.prompt_tokens end,
       case when m.has_end then excluded.completion_tokens else t.completion_tokens end,
       case when m.has_end then excluded.total_tokens else t.total_tokens end,
       case when m.has_end then excluded.duration_ms else t.duration_ms end,
-      case when m.has_end then excluded.payload else t.payload end,
-      case when m.has_end then excluded.error else t.error end,
+      case when m.has_end then excluded.payload when m.has_reopen then null else t.payload end,
+      case when m.has_end then excluded.error when m.has_reopen then null else t.error end,
+      t.resumes + m.new_resumes,
       now()
     from merged m where m.run_id = excluded.id)
-  where exists (select 1 from merged m where m.run_id = excluded.id and (m.has_start or m.has_end))
+  where exists (select 1 from merged m
+    where m.run_id = excluded.id and (m.has_start or m.has_end or m.has_reopen or m.new_resumes > 0))
 ),
 fenced_written as (
   update control.runs as t set
@@ -84,14 +102,14 @@ fenced_written as (
     backend = case when m.has_start then m.backend else t.backend end,
     started_at = case when m.has_start then m.started_at else t.started_at end,
     status = case when m.has_end then m.status else t.status end,
-    ended_at = case when m.has_end then m.ended_at else t.ended_at end,
+    ended_at = case when m.has_end then m.ended_at when m.has_reopen then null else t.ended_at end,
     steps = case when m.has_end then m.steps else t.steps end,
     prompt_tokens = case when m.has_end then m.prompt_tokens else t.prompt_tokens end,
     completion_tokens = case when m.has_end then m.completion_tokens else t.completion_tokens end,
     total_tokens = case when m.has_end then m.total_tokens else t.total_tokens end,
     duration_ms = case when m.has_end then m.duration_ms else t.duration_ms end,
-    payload = case when m.has_end then m.payload else t.payload end,
-    error = case when m.has_end then m.error else t.error end,
+    payload = case when m.has_end then m.payload when m.has_reopen then null else t.payload end,
+    error = case when m.has_end then m.error when m.has_reopen then null else t.error end,
     lease_expires = case when m.has_end then null else t.lease_expires end,
     updated_at = now()
   from merged m
@@ -140,11 +158,19 @@ export async function writeBatch(
   if (batch.events.length === 0 && batch.modelCalls.length === 0) return { events: 0, modelCalls: 0 };
   const starts = new Map<string, Record<string, unknown>>();
   const ends = new Map<string, Record<string, unknown>>();
+  // Of a run's run_end and run_resumed, the later one says whether its row is open (see above).
+  const reopens = new Set<string>();
+  const resumed: { run_id: string; seq: number }[] = [];
   for (const event of batch.events) {
     if (event.kind === 'run_start') {
       const { specialist, task, model, backend } = event;
       starts.set(event.run_id, { run_id: event.run_id, ts: event.ts, specialist, task, model, backend });
+    } else if (event.kind === 'run_resumed') {
+      ends.delete(event.run_id);
+      reopens.add(event.run_id);
+      if (!fences.has(event.run_id)) resumed.push({ run_id: event.run_id, seq: event.seq });
     } else if (event.kind === 'run_end') {
+      reopens.delete(event.run_id);
       ends.set(event.run_id, {
         run_id: event.run_id,
         ts: event.ts,
@@ -169,6 +195,8 @@ export async function writeBatch(
       seen,
       starts: [...starts.values()],
       ends: [...ends.values()],
+      reopens: [...reopens].map((run_id) => ({ run_id })),
+      resumed,
       events: batch.events.map(eventRow),
       calls: batch.modelCalls,
       fences: fenced,

@@ -7,7 +7,7 @@ import { type RunHub, liveRuns } from './run-hub.ts';
 /**
  * `/mcp`: the same MCP server as `fabric mcp`, over streamable HTTP in stateless mode: a server
  * and a transport per request (the SDK forbids reusing a stateless transport). Runs it starts
- * go through the hub, so they are listed, followable and cancelled on shutdown like the others.
+ * or resumes go through the hub, so they are listed, followable and cancelled on shutdown like the others.
  */
 export function mcpHandler(fabric: Fabric, hub: RunHub, log: (line: string) => void): Handler {
   const services: FabricMcpServices = {
@@ -15,7 +15,24 @@ export function mcpHandler(fabric: Fabric, hub: RunHub, log: (line: string) => v
     runs: fabric.runReadModel({ live: liveRuns(hub) }),
     catalog: fabric.catalog,
     run: (request) => hub.run(request),
-    resume: (request) => fabric.resume(request),
+    // As POST /v1/runs/:id/resume: through the hub, so the resumed run is listed, followable
+    // over SSE and cancelled on shutdown.
+    resume: async (request) => {
+      const backlog = (await fabric.runLogStore.read(request.run)).events;
+      const runId = backlog[0]?.run_id ?? request.run;
+      return hub.resumeToEnd(
+        runId,
+        backlog,
+        (observer, signal) =>
+          fabric.resume({
+            ...request,
+            run: runId,
+            observers: [observer, ...(request.observers ?? [])],
+            signal,
+          }),
+        request.signal,
+      );
+    },
   };
   return async (c) => {
     const server = createFabricMcpServer(services, { log: (line) => log(`mcp: ${line}`) });

@@ -105,12 +105,17 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   app.get('/:id/events', async (c) => {
     const id = runIdParam(c.req.param('id'));
     const after = lastEventIdHeader(c.req.header('last-event-id'));
-    if (hub.get(id)) {
-      return sseResponse((send, end) => {
-        const unfollow = hub.follow(id, after, send);
-        if (unfollow === undefined) end();
-        return unfollow;
-      });
+    const live = hub.get(id);
+    if (live) {
+      // A resumed run's backlog has its earlier run_end: the stream ends at the one written here.
+      return sseResponse(
+        (send, end) => {
+          const unfollow = hub.follow(id, after, send);
+          if (unfollow === undefined) end();
+          return unfollow;
+        },
+        (event) => event.kind === 'run_end' && event.seq > live.backlogSeq,
+      );
     }
     const contents = await store.read(id).catch(async (error: unknown) => {
       // A run on a worker: its events as the worker mirrors them to the control plane.

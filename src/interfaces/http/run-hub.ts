@@ -10,6 +10,8 @@ export interface LiveRun {
   readonly controller: AbortController;
   /** Every event written so far, in seq order. */
   readonly events: RunEvent[];
+  /** The last seq of a resumed run's runlog before this process went on with it (0 for a new run). */
+  readonly backlogSeq: number;
   readonly subscribers: Set<(event: RunEvent) => void>;
   /** Settles when the run has ended and its runlog is closed: the result, or null if it never started. */
   readonly settled: Promise<RunResult | null>;
@@ -72,6 +74,23 @@ export class RunHub {
     });
     await Promise.race([hasStarted, result]);
     return live;
+  }
+
+  /**
+   * Resumes a run to its end (the MCP server's `resume_run`); live here while it lasts, as one
+   * resumed through `resume`. A refusal rejects the result.
+   */
+  resumeToEnd(
+    runId: string,
+    backlog: readonly RunEvent[],
+    resume: (observer: RunObserver, signal: AbortSignal) => Promise<RunResult>,
+    signal: AbortSignal,
+  ): Promise<RunResult> {
+    return this.#launch({ specialist: '', task: '', signal }, () => {}, {
+      runId,
+      backlog,
+      run: (request) => resume(request.observers?.[0] as RunObserver, request.signal),
+    }).result;
   }
 
   /** Runs to the end (the MCP server's `run_task`); the run is live here while it lasts. */
@@ -163,9 +182,13 @@ export class RunHub {
       (value) => value,
       () => null,
     );
-    const live: LiveRun = { runId, controller, events, subscribers, settled };
+    const backlogSeq = resumed?.backlog.at(-1)?.seq ?? 0;
+    const live: LiveRun = { runId, controller, events, backlogSeq, subscribers, settled };
     this.#runs.set(runId, live);
-    void settled.then(() => this.#runs.delete(runId));
+    // A refused resume of a run live here already must not take the live one off the list.
+    void settled.then(() => {
+      if (this.#runs.get(runId) === live) this.#runs.delete(runId);
+    });
     return { live, result };
   }
 }

@@ -1,15 +1,22 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
 import { closedPort, createTestDatabase } from '../../infrastructure/control/pg-test-db.ts';
-import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../support/fabric-cli.ts';
+import {
+  type Sandbox,
+  makeSandbox,
+  runFabricInProcess,
+  spawnFabric,
+  testEnv,
+} from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
-import { KilledRuns } from '../../support/killed-run.ts';
+import type { ScriptedTurn } from '../../support/fake-llm-types.ts';
+import { KilledRuns, PATIENCE } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { makeFabric } from '../http/http-harness.ts';
 
@@ -29,7 +36,7 @@ describe('a resumed run in the control plane (Postgres)', () => {
     await sandbox?.cleanup();
   });
 
-  async function setUp() {
+  async function setUp(script = CONVERSION_SCRIPT) {
     const db = await createTestDatabase();
     cleanups.push(db.drop);
     const sql = postgres(db.dsn, { max: 1, onnotice: () => {} });
@@ -38,7 +45,7 @@ describe('a resumed run in the control plane (Postgres)', () => {
     llm = await startFakeLlmServer({
       flavor: 'lm_studio',
       models: [{ id: MODEL, toolUse: true }],
-      script: CONVERSION_SCRIPT,
+      script,
     });
     const env = { ...testEnv(sandbox, llm.url), FABRIC_DSN: db.dsn };
     const box = sandbox;
@@ -46,10 +53,11 @@ describe('a resumed run in the control plane (Postgres)', () => {
       runFabricInProcess([...args, '--config', box.configPath], { env: { ...env, ...extra }, cwd: box.dir });
     const row = async (id: string) =>
       (
-        (await sql`select status, steps, ended_at from control.runs where id = ${id}`) as unknown as {
+        (await sql`select status, steps, ended_at, resumes from control.runs where id = ${id}`) as unknown as {
           status: string;
           steps: number;
-          ended_at: Date;
+          ended_at: Date | null;
+          resumes: number;
         }[]
       )[0];
     // A run that used its one step: max_steps, its first run_end.
@@ -76,7 +84,12 @@ describe('a resumed run in the control plane (Postgres)', () => {
     const resumed = await fabric(['resume', runId, '--max-steps', '3', '--json']);
     expect(resumed.exitCode, resumed.stderr).toBe(0);
     const end = lastEnd(await logs.events(runId));
-    expect(await row(runId)).toEqual({ status: 'succeeded', steps: end.steps, ended_at: new Date(end.ts) });
+    expect(await row(runId)).toEqual({
+      status: 'succeeded',
+      steps: end.steps,
+      ended_at: new Date(end.ts),
+      resumes: 1,
+    });
 
     // Another runs directory: the control plane is the only place the run is.
     const elsewhere = join(sandbox?.dir ?? '', 'other-runs');
@@ -118,6 +131,52 @@ describe('a resumed run in the control plane (Postgres)', () => {
     const synced = await fabric(['control', 'sync', '--json']);
     expect(synced.exitCode, synced.stderr).toBe(0);
     const end = lastEnd(await logs.events(runId));
-    expect(await row(runId)).toEqual({ status: 'succeeded', steps: end.steps, ended_at: new Date(end.ts) });
+    expect(await row(runId)).toEqual({
+      status: 'succeeded',
+      steps: end.steps,
+      ended_at: new Date(end.ts),
+      resumes: 1,
+    });
+    // A second sync sends the same run_resumed again: it is not a second resume.
+    expect((await fabric(['control', 'sync', '--json'])).exitCode).toBe(0);
+    expect(await row(runId)).toMatchObject({ status: 'succeeded', resumes: 1 });
   });
+
+  it('shows a resumed run as running from its run_resumed on, before it ends again', async () => {
+    // The resume reaches a request that never finishes: the run is resumed and going on.
+    const [first, second] = CONVERSION_SCRIPT;
+    const held = { reply: { reasoning: 'Thinking it over. '.repeat(8) }, endless: true };
+    const { env, row, runId, logs, stopped } = await setUp([first, second, held, held] as ScriptedTurn[]);
+    const resuming = spawnFabric(
+      ['resume', runId, '--max-steps', '3', '--json', '--config', sandbox?.configPath ?? ''],
+      { env, cwd: sandbox?.dir ?? '' },
+    );
+    cleanups.push(async () => {
+      resuming.kill('SIGKILL');
+      await resuming;
+    });
+    await vi.waitFor(async () => {
+      expect((await logs.events(runId)).some((event) => event.kind === 'run_resumed')).toBe(true);
+    }, PATIENCE);
+    await vi.waitFor(async () => {
+      expect(await row(runId)).toEqual({
+        status: 'running',
+        steps: stopped.steps,
+        ended_at: null,
+        resumes: 1,
+      });
+    }, PATIENCE);
+
+    const elsewhere = join(sandbox?.dir ?? '', 'other-runs');
+    await mkdir(elsewhere);
+    const box = sandbox as Sandbox;
+    const shown = await runFabricInProcess(['runs', 'show', runId, '--json', '--config', box.configPath], {
+      env: { ...env, FABRIC_RUNS_DIR: elsewhere },
+      cwd: box.dir,
+    });
+    expect(shown.exitCode, shown.stderr).toBe(0);
+    const view = JSON.parse(shown.stdout) as Record<string, unknown>;
+    expect(view).toMatchObject({ run_id: runId, status: 'running' });
+    expect(view.ended_at ?? null).toBeNull();
+  }, 300_000);
 });

@@ -1,9 +1,12 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, makeSandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { KilledRuns, PATIENCE, sentRequest } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
 import { listeningOn } from '../../support/served.ts';
+import { eventsOf, readSse } from '../http/http-harness.ts';
 
 /**
  * SPEC §18: `fabric serve` itself SIGKILLed while a run it started waits for its second model
@@ -87,5 +90,61 @@ describe('POST /v1/runs/:id/resume after fabric serve was killed', () => {
     expect(log.filter((event) => event.kind === 'llm_response')).toHaveLength(3);
     expect(log.filter((event) => event.kind === 'run_start')).toHaveLength(1);
     expect(log.map((event) => event.seq)).toEqual(log.map((_, i) => i + 1));
+  });
+
+  it("resume_run over serve's /mcp goes through the run hub: listed live, followed over SSE, cancelled on shutdown", async () => {
+    sandbox = await makeSandbox();
+    const [convert, rejected] = CONVERSION_SCRIPT;
+    if (!convert || !rejected) throw new Error('script');
+    // The run stops on max_steps; the resume reaches a turn that hangs until serve shuts down.
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [convert, rejected, { hang: true }, { hang: true }],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const { child, url } = await serve(env);
+    const started = await fetch(`${url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ specialist: 'units', task: 'Convert 3 km to miles', max_steps: 1 }),
+    });
+    expect(started.status).toBe(202);
+    const { run_id: runId } = (await started.json()) as { run_id: string };
+    const logs = new KilledRuns(sandbox, env);
+    await vi.waitFor(async () => {
+      expect((await logs.events(runId)).at(-1)).toMatchObject({ kind: 'run_end', status: 'max_steps' });
+    }, PATIENCE);
+
+    const client = new Client({ name: 'resume-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+    const called = client
+      .callTool({ name: 'resume_run', arguments: { run_id: runId, max_steps: 3 } }, undefined, {
+        timeout: 600_000,
+      })
+      .catch((error: unknown) => error);
+    // Live in the hub: listed as running, and its events followed from the start to the new run_end.
+    await vi.waitFor(async () => {
+      const listed = (await (await fetch(`${url}/v1/runs`)).json()) as {
+        runs: { run_id: string; status: string }[];
+      };
+      expect(listed.runs.find((run) => run.run_id === runId)?.status).toBe('running');
+      expect((await logs.events(runId)).some((event) => event.kind === 'run_resumed')).toBe(true);
+    }, PATIENCE);
+    const following = readSse(await fetch(`${url}/v1/runs/${runId}/events`));
+    const fake = llm;
+    await vi.waitFor(() => expect(fake.chatRequests().length).toBeGreaterThanOrEqual(3), PATIENCE);
+    child.kill('SIGTERM');
+    const frames = eventsOf(await following);
+    await child;
+    await called;
+    await client.close().catch(() => {});
+    const kinds = frames.map((event) => event.kind);
+    expect(kinds.filter((kind) => kind === 'run_end')).toHaveLength(2);
+    expect(kinds.indexOf('run_resumed')).toBeGreaterThan(kinds.indexOf('run_end'));
+    const log = await logs.events(runId);
+    expect(frames).toEqual(log);
+    // Shutdown ended the resumed run with a run_end of its own, as it does a run it started.
+    expect(log.at(-1)).toMatchObject({ kind: 'run_end', status: 'cancelled' });
   });
 });
