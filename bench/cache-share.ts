@@ -8,7 +8,7 @@
  * rust run on a model loaded at 8k whose reads total several times the window, so that it must
  * compact (each compaction loses the prefix after the first message it changes).
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -16,6 +16,7 @@ import {
   type ScriptedTurn,
   startFakeLlmServer,
 } from '../test/support/fake-llm-server.ts';
+import { spawnFabric } from '../test/support/fabric-cli.ts';
 import { benchEnv, openFabric, unitsConfig, writeConfig } from './support/fabric-adapter.ts';
 import { measureSlots } from './cache-slots.ts';
 import { fmt, printTable } from './support/stats.ts';
@@ -111,6 +112,53 @@ async function measure(serverCount: number): Promise<Share> {
   }
 }
 
+/** Where the resume case's `fabric run` is killed: while its turn after this step streams. */
+const KILL_AFTER = 10;
+
+/**
+ * The 20-step run as a user lives it (SPEC §18): `fabric run` SIGKILLed while the model writes its
+ * turn after step 10, then `fabric resume` on the same server. The hung turn is a request too, so
+ * the figure counts what the kill cost the cache: the resumed request should be served from the
+ * slot the killed one left (its prefix), and nothing recorded asked again.
+ */
+async function measureResumed(): Promise<Share> {
+  const dir = await mkdtemp(join(tmpdir(), 'fabric-bench-cache-'));
+  const server = await startFakeLlmServer({ flavor: 'lm_studio', models: [{ id: MODEL_ID, toolUse: true }] });
+  const script = unitsScript(STEPS);
+  server.push(...script.slice(0, KILL_AFTER), { hang: true }, ...script.slice(KILL_AFTER));
+  try {
+    const configPath = await writeConfig(
+      dir,
+      unitsConfig({ control: { enabled: false }, loop: { max_steps: STEPS - 1 } }),
+    );
+    const env = benchEnv(server.url, join(dir, 'runs'));
+    const options = { env, cwd: dir, build: true };
+    const run = spawnFabric(['run', '--config', configPath, '--specialist', 'units', TASK], options);
+    let exited = false;
+    void run.then(() => {
+      exited = true;
+    });
+    while (server.chatRequests().length <= KILL_AFTER) {
+      if (exited) throw new Error(`bench: fabric run ended before its turn after step ${KILL_AFTER}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    run.kill('SIGKILL');
+    await run;
+    const [runId] = (await readdir(join(dir, 'runs'))).filter((name) => !name.startsWith('.'));
+    if (runId === undefined) throw new Error('bench: the killed run left no runs directory entry');
+    const resumed = await spawnFabric(['resume', '--config', configPath, runId, '--json'], options);
+    const result = JSON.parse(String(resumed.stdout)) as { status?: string; steps?: number };
+    if (result.status !== 'max_steps' || result.steps !== STEPS)
+      throw new Error(
+        `bench: the resumed run ended ${result.status} after ${result.steps} steps, expected max_steps after ${STEPS}: ${String(resumed.stderr).slice(0, 400)}`,
+      );
+    return cacheShare([server]);
+  } finally {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 const LONG_STEPS = 40;
 const WINDOW = 8192;
 
@@ -167,6 +215,7 @@ async function measureLong(): Promise<Share & { compactions: number }> {
 const cases: [string, () => Promise<Share & { compactions?: number }>][] = [
   ['one server, 20 steps', () => measure(1)],
   ['model loaded on two servers, 20 steps', () => measure(2)],
+  [`20 steps, fabric run killed after step ${KILL_AFTER}, fabric resume`, measureResumed],
   [`${LONG_STEPS}-step rust run, model loaded at ${WINDOW / 1024}k`, measureLong],
 ];
 const rows: string[][] = [];
