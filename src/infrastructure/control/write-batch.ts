@@ -102,6 +102,13 @@ open_runs as (
   select run_id from merged where fence is null
   union all
   select id from fenced_written
+  union all
+  -- Its end is already in (the mirror wrote run_end after a cut dropped earlier lines), still
+  -- under this token and not taken by a reaper (which leaves the lease expired): the backfill
+  -- may add the lines missing before it (issue 35). The row itself is left alone.
+  select t.id from merged m join control.runs t on t.id = m.run_id
+  where m.fence is not null and t.lease_token = m.fence and t.status not in ('running', 'queued')
+    and (t.lease_expires is null or t.lease_expires > now())
 ),
 events_written as (
   insert into control.run_events (run_id, seq, kind, ts, body)
