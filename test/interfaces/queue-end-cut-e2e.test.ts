@@ -77,7 +77,7 @@ describe('a short cut between a worker and the database as its run ends', () => 
     sandbox = await makeSandbox({
       control: { enabled: true },
       queue: 'postgres',
-      worker: { heartbeat_s: 1, dead_after_s: 6, max_resumes: 0 },
+      worker: { heartbeat_s: 3, dead_after_s: 6, max_resumes: 0 },
       loop: { max_steps: 200, stuck_repeats: 1000 },
     });
     for (const name of ['server', 'worker']) await mkdir(join(sandbox.dir, name));
@@ -121,6 +121,7 @@ describe('a short cut between a worker and the database as its run ends', () => 
       const offset = Math.round(low + ((length + 400 - low) * n) / (OFFSETS - 1));
       const id = await enqueue();
       await sleep(offset);
+      // The cut: every connection dropped, new ones refused; then the database is back where it was.
       const port = proxy.port;
       await proxy.close();
       await sleep(CUT_MS);
