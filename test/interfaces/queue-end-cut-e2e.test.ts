@@ -19,7 +19,7 @@ import { postJson } from './http/http-harness.ts';
 type Proc = ReturnType<typeof spawnFabric>;
 const CUT_MS = 2_500;
 const OFFSETS = 8;
-const TASK = 'Convert up to the cut: steps=8 delay=100';
+const TASK = 'Convert up to the cut: steps=8 delay=450';
 
 describe('a short cut between a worker and the database as its run ends', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -77,7 +77,7 @@ describe('a short cut between a worker and the database as its run ends', () => 
     sandbox = await makeSandbox({
       control: { enabled: true },
       queue: 'postgres',
-      worker: { heartbeat_s: 3, dead_after_s: 6, max_resumes: 0 },
+      worker: { heartbeat_s: 1, dead_after_s: 6, max_resumes: 0 },
       loop: { max_steps: 200, stuck_repeats: 1000 },
     });
     for (const name of ['server', 'worker']) await mkdir(join(sandbox.dir, name));
@@ -123,12 +123,14 @@ describe('a short cut between a worker and the database as its run ends', () => 
       await sleep(offset);
       // The cut: every connection dropped, new ones refused; then the database is back where it was.
       const port = proxy.port;
+      const cutAt = Date.now();
       await proxy.close();
       await sleep(CUT_MS);
       proxy = await startTcpProxy({ target: upstream, port });
       const status = await ended(id);
       const lines = await runlogLines(id);
-      const end = JSON.parse(lines.at(-1) ?? '{}') as { kind?: string; status?: string };
+      const end = JSON.parse(lines.at(-1) ?? '{}') as { kind?: string; status?: string; ts?: string };
+      const endInCut = Date.parse(end.ts ?? '') - cutAt;
       // The backfill writes what the cut dropped; wait for it (the status above may come first).
       const mirrored =
         status !== 'succeeded'
@@ -143,7 +145,7 @@ describe('a short cut between a worker and the database as its run ends', () => 
             ).catch(() => -1);
       const events = mirrored === -1 ? (await row(id)).events : mirrored;
       outcomes.push(
-        `offset ${offset} ms: runlog ${end.kind} ${end.status} (${lines.length} lines), control ${status} (${events} events)`,
+        `offset ${offset} ms (run_end ${endInCut} ms into the cut): runlog ${end.kind} ${end.status} (${lines.length} lines), control ${status} (${events} events)`,
       );
     }
     console.info(`run length ${length} ms, cut ${CUT_MS} ms\n${outcomes.join('\n')}`);
