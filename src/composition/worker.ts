@@ -67,6 +67,15 @@ export async function composeQueueWorker(
     deadAfterMs: fabric.config.worker.dead_after_s * 1000,
     maxResumes: fabric.config.worker.max_resumes,
     log,
+    // A run's end counts as recorded once its row ended and every runlog line up to its
+    // run_end (the highest seq) is in the control plane (issue 35).
+    endRecorded: async (lease) => {
+      const row = await store.getRun(lease.runId);
+      if (row === null || row.status === 'running' || row.status === 'queued') return false;
+      const events = await store.runEvents(lease.runId);
+      const last = events.at(-1);
+      return last?.kind === 'run_end' && events.length === last.seq;
+    },
     execute: (run, signal, lease, fence) => {
       store.fence(lease.runId, lease.token);
       return jobs(run, signal, lease, fence);

@@ -153,6 +153,11 @@ export interface ControlReader {
   getRun(runId: string): Promise<ControlRunRow | null>;
   /** A run's events as runlog lines, in seq order; only those after `afterSeq` when given. */
   runEvents(runId: string, afterSeq?: number): Promise<readonly RunEvent[]>;
+  /**
+   * Whether a queue worker holds the run's lease now (renewed, not expired): it may still write
+   * the run's lines, up to its end (issue 35). False for a run no worker holds.
+   */
+  leaseHeld?(runId: string): Promise<boolean>;
   modelCalls(runId: string): Promise<readonly ModelCallRecord[]>;
   usage(window: TimeWindow): Promise<readonly UsageRow[]>;
   health(window: TimeWindow): Promise<readonly HealthRow[]>;

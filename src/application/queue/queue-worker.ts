@@ -6,50 +6,12 @@
  */
 import { errorMessage } from '../../domain/errors.ts';
 import { runInterruption } from '../../domain/run-result.ts';
-import type {
-  QueuedRun,
-  ReapedRun,
-  RunLease,
-  RunQueue,
-  TakenRun,
-  WorkerInfo,
-  WorkerLog,
-  WorkerRegistry,
-} from './queue-ports.ts';
+import type { RunLease, TakenRun } from './queue-ports.ts';
+import type { QueueWorkerOptions } from './queue-worker-options.ts';
 import { plural } from '../../domain/words.ts';
+import { logReaped } from './queue-worker-options.ts';
 
-/**
- * Runs a queued run to its end under its lease; rejects when it could not start (nothing was
- * written). Every write for the run is to be fenced on `lease.token`. A lease with `resumes` above
- * 0 is a run whose worker died: it is resumed from its runlog (SPEC §18), not started.
- */
-export type ExecuteQueuedRun = (
-  run: QueuedRun,
-  signal: AbortSignal,
-  lease: RunLease,
-  /** Asked before each runlog line: an error once this worker lost the run (nothing more is written). */
-  fence: () => Error | undefined,
-) => Promise<void>;
-
-/** What a worker is built from. */
-export interface QueueWorkerOptions {
-  readonly queue: RunQueue;
-  readonly registry: WorkerRegistry;
-  readonly execute: ExecuteQueuedRun;
-  readonly identity: Pick<WorkerInfo, 'id' | 'host' | 'pid'>;
-  readonly specialists: readonly string[];
-  readonly concurrency: number;
-  readonly heartbeatMs: number;
-  /** A lease lasts this long past its last renewal; a silent worker is dead after it too. */
-  readonly deadAfterMs: number;
-  /** How many times a dead worker's run is handed on to be resumed (`worker.max_resumes`). */
-  readonly maxResumes: number;
-  /** How often an idle worker looks for jobs. Default 250 ms. */
-  readonly pollMs?: number;
-  /** A monotonic clock in ms (default `performance.now`): when leases were last renewed. */
-  readonly now?: () => number;
-  readonly log: WorkerLog;
-}
+export { type ExecuteQueuedRun, type QueueWorkerOptions, logReaped } from './queue-worker-options.ts';
 
 /** A run in progress on this worker. */
 interface Running {
@@ -61,6 +23,8 @@ interface Running {
   renewedAt: number;
   /** Set once the run is lost (its lease taken, or expired unrenewed): it writes nothing more. */
   lost: Error | null;
+  /** Its loop returned: it holds its lease only until its end is recorded. */
+  ended: boolean;
 }
 
 /**
@@ -79,6 +43,7 @@ export class QueueWorker {
   #id: string;
   #registrations = 1;
   #beating: Promise<void> | null = null;
+  #stopping = false;
   readonly #now: () => number;
 
   constructor(options: QueueWorkerOptions) {
@@ -106,19 +71,20 @@ export class QueueWorker {
     signal.addEventListener('abort', stop, { once: true });
     try {
       while (!signal.aborted) {
-        const room = concurrency - this.#running.size;
+        const room = concurrency - this.#active();
         let taken: readonly TakenRun[] = [];
         if (room > 0) taken = await this.#guard('take jobs', () => queue.take(specialists, room), []);
         for (const job of taken) this.#start(job);
-        if (taken.length === 0 || this.#running.size >= concurrency) await this.#sleep();
+        if (taken.length === 0 || this.#active() >= concurrency) await this.#sleep();
       }
     } finally {
       signal.removeEventListener('abort', stop);
-      clearInterval(timer);
+      this.#stopping = true;
       const left = [...this.#running.values()];
       if (left.length > 0) log(`cancelling ${plural(left.length, 'run')} in progress`);
       for (const running of left) running.controller.abort(new Error('the worker is shutting down'));
       await Promise.all(left.map((running) => running.done));
+      clearInterval(timer);
       await this.#guard(
         'report the worker stopped',
         () => this.#options.registry.stopped(this.#id),
@@ -137,6 +103,7 @@ export class QueueWorker {
       lease: null,
       renewedAt: this.#now(),
       lost: null,
+      ended: false,
     };
     running.done = (async () => {
       const lease = await this.#guard(
@@ -210,12 +177,51 @@ export class QueueWorker {
         return;
       }
       log(`run ${runId} ended`, { run_id: runId });
+      running.ended = true;
+      await this.#holdUntilRecorded(runId, running, lease);
       await this.#guard('complete a job', () => this.#options.queue.settle(job, 'ended'), undefined);
     })().finally(() => {
       this.#running.delete(runId);
       this.#wake();
     });
     this.#running.set(runId, running);
+  }
+
+  /** Runs in progress (not those that ended and only wait for their end to be recorded). */
+  #active(): number {
+    let active = 0;
+    for (const running of this.#running.values()) if (!running.ended) active += 1;
+    return active;
+  }
+
+  /**
+   * Keeps the ended run's lease (renewed by the heartbeat) until its end and every runlog line
+   * are in the control plane, so a reaper never takes a run whose end is only late (a short
+   * database cut). It stops once the lease is lost (another process took the run), or, when the
+   * worker is shutting down, after `dead_after_s` more.
+   */
+  async #holdUntilRecorded(runId: string, running: Running, lease: RunLease): Promise<void> {
+    const check = this.#options.endRecorded;
+    if (check === undefined) return;
+    const since = this.#now();
+    let said = false;
+    for (;;) {
+      if (this.#fence(runId, running) !== undefined) return;
+      if (await this.#guard('check that a run end is recorded', () => check(lease), false)) return;
+      if (this.#stopping && this.#now() - since > this.#options.deadAfterMs) {
+        this.#options.log(
+          `run ${runId}: its end is not in the control plane yet; the worker stops anyway (the backfill of another process, or \`fabric control sync\`, writes it from the runlog)`,
+          { run_id: runId },
+        );
+        return;
+      }
+      if (!said)
+        this.#options.log(`run ${runId}: holding its lease until its end is in the control plane`, {
+          run_id: runId,
+        });
+      said = true;
+      await new Promise((resolve) => setTimeout(resolve, this.#options.heartbeatMs));
+    }
   }
 
   async #notStarted(
@@ -245,7 +251,7 @@ export class QueueWorker {
     // periods of margin (half the lease at most) keep the stop ahead of any reaper.
     const limit = deadAfterMs - Math.min(2 * heartbeatMs, deadAfterMs / 2);
     for (const [runId, running] of this.#running) {
-      if (this.#fence(runId, running) !== undefined) continue;
+      if (this.#fence(runId, running) !== undefined || running.ended) continue;
       if (running.controller.signal.aborted || now - running.renewedAt <= limit) continue;
       this.#interrupt(
         runId,
@@ -327,7 +333,10 @@ export class QueueWorker {
   /** Renews the leases of the runs in progress; a run whose lease is gone is stopped at once. */
   async #renew(): Promise<void> {
     const held = [...this.#running.entries()].filter(
-      ([, running]) => running.lease !== null && !running.controller.signal.aborted,
+      ([, running]) =>
+        running.lease !== null &&
+        running.lost === null &&
+        (running.ended || !running.controller.signal.aborted),
     );
     if (held.length === 0) return;
     const sent = this.#now();
@@ -375,18 +384,4 @@ export class QueueWorker {
       return fallback;
     }
   }
-}
-
-/** Says what a reaper did with the runs whose lease expired (the worker's and the server's). */
-export function logReaped(reaped: readonly ReapedRun[], log: (line: string) => void): void {
-  const resumed = reaped.filter((run) => run.resumed).map((run) => run.runId);
-  const interrupted = reaped.filter((run) => !run.resumed).map((run) => run.runId);
-  if (resumed.length > 0)
-    log(
-      `sent ${plural(resumed.length, 'run')} whose lease expired to be resumed by a worker: ${resumed.join(', ')}`,
-    );
-  if (interrupted.length > 0)
-    log(
-      `marked ${plural(interrupted.length, 'run')} whose lease expired interrupted: ${interrupted.join(', ')}`,
-    );
 }

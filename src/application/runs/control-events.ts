@@ -9,10 +9,12 @@ import type { ControlRunLookup } from './run-read-model.ts';
 export const QUEUED_EVENTS_POLL_MS = 100;
 
 /**
- * How many polls a follower waits for a missing event (a gap the backfill is about to fill)
- * before going past it: 10 s at the default poll.
+ * How many polls a follower waits for a missing event before asking again whether the run's
+ * worker still holds its lease (1 s at the default poll); with a store that cannot tell, how
+ * many polls it waits before going past the gap (10 s).
  */
-const GAP_POLLS = 100;
+const GAP_POLLS = 10;
+const GAP_POLLS_BLIND = 100;
 
 /** A row in one of these statuses may still write events. */
 const OPEN = new Set(['queued', 'running']);
@@ -40,7 +42,7 @@ export async function queuedRunControl(
  * Each poll reads only the events after the last one sent (the (run_id, seq) key), and the row
  * only when no event came: a long run costs the same per poll at its end as at its start.
  * Events go out in seq order without holes: a gap (rows lost in an outage, written back from
- * the runlog shortly) is waited for, 10 s at most, then passed.
+ * the runlog shortly) is waited for while a worker holds the run's lease, then passed.
  * Returns how to stop following.
  */
 export function followControlEvents(
@@ -57,16 +59,31 @@ export function followControlEvents(
   // Polls spent waiting for a gap to fill: rows the worker's mirror lost in an outage are
   // written back from its runlog within seconds, and a follower waits for them, in order.
   let gapPolls = 0;
+  // A gap is passed only once no worker holds the run's lease: a worker holds it until every
+  // line of its run, up to run_end, is in the control plane (issue 35), so a gap under a held
+  // lease is always filled; once the lease is gone (the worker died, or was cut off past
+  // dead_after_s), nothing may fill it.
+  let pass = false;
+  const gapWait = async (): Promise<void> => {
+    gapPolls += 1;
+    if (store.leaseHeld === undefined) {
+      pass = gapPolls >= GAP_POLLS_BLIND;
+      return;
+    }
+    if (gapPolls % GAP_POLLS !== 0) return;
+    pass = !(await store.leaseHeld(runId));
+  };
   const drain = async (final = false): Promise<{ count: number; ended: boolean }> => {
     const events = await store.runEvents(runId, last);
     let ended = false;
     for (const event of events) {
       if (event.seq <= last) continue;
-      if (event.seq > last + 1 && !final && gapPolls < GAP_POLLS) {
-        gapPolls += 1;
+      if (event.seq > last + 1 && !final && !pass) {
+        await gapWait();
         break;
       }
       gapPolls = 0;
+      pass = false;
       last = event.seq;
       send(event);
       if (event.kind === 'run_end') ended = true;

@@ -30,7 +30,7 @@ export interface LiveRuns {
 }
 
 /** One run in the control plane: a worker's, a queued one, another host's. */
-export type ControlRunLookup = Pick<ControlReader, 'getRun' | 'runEvents'>;
+export type ControlRunLookup = Pick<ControlReader, 'getRun' | 'runEvents' | 'leaseHeld'>;
 
 /** The control plane's newest runs, for listings that merge them with the runlogs. */
 export type ControlRunListing = ControlRunLookup & Pick<ControlReader, 'listRuns'>;

@@ -139,6 +139,14 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
     return queryRun(this.#db, runId);
   }
 
+  async leaseHeld(runId: string): Promise<boolean> {
+    const rows = await this.#db.query<{ held: boolean | null }>(
+      'select lease_expires > now() as held from control.runs where id = $1',
+      [runId],
+    );
+    return rows[0]?.held === true;
+  }
+
   runEvents(runId: string, afterSeq = 0): Promise<readonly RunEvent[]> {
     return queryRunEvents(this.#db, runId, afterSeq);
   }

@@ -110,7 +110,6 @@ fenced_written as (
     duration_ms = case when m.has_end then m.duration_ms else t.duration_ms end,
     payload = case when m.has_end then m.payload when m.has_reopen then null else t.payload end,
     error = case when m.has_end then m.error when m.has_reopen then null else t.error end,
-    lease_expires = case when m.has_end then null else t.lease_expires end,
     updated_at = now()
   from merged m
   where m.fence is not null and t.id = m.run_id and t.lease_token = m.fence and t.status = 'running'
@@ -120,6 +119,14 @@ open_runs as (
   select run_id from merged where fence is null
   union all
   select id from fenced_written
+  union all
+  -- Its end is already in (the mirror wrote run_end after a cut dropped earlier lines), still
+  -- under this token and its lease still held (the worker holds it until every line is in; a
+  -- reaper takes only expired ones): the backfill may add the lines missing before it (issue
+  -- 35). The row itself is left alone.
+  select t.id from merged m join control.runs t on t.id = m.run_id
+  where m.fence is not null and t.lease_token = m.fence and t.status not in ('running', 'queued')
+    and t.lease_expires > now()
 ),
 events_written as (
   insert into control.run_events (run_id, seq, kind, ts, body)

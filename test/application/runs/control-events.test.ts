@@ -111,4 +111,20 @@ describe('queuedRunControl', () => {
     await until('the end', () => follower.isEnded());
     expect(follower.sent).toEqual([1, 3]);
   });
+
+  it('waits for a gap as long as a worker holds the run lease, and passes it once none does', async () => {
+    const { state, store } = controlPlane();
+    let held = true;
+    const leased: ControlRunLookup = { ...store, leaseHeld: async () => held };
+    state.events.push(event(1, 'run_start'), event(3, 'run_end'));
+    const follower = follow(leased);
+    await until('event 1', () => follower.sent.length === 1);
+    // Far past the bound a store without leases gets (100 polls): the holder still may fill it.
+    await until('many polls at the gap', () => state.reads.length > 400);
+    expect(follower.sent).toEqual([1]);
+    expect(follower.isEnded()).toBe(false);
+    held = false;
+    await until('the end', () => follower.isEnded());
+    expect(follower.sent).toEqual([1, 3]);
+  });
 });
