@@ -77,7 +77,7 @@ describe('a short cut between a worker and the database as its run ends', () => 
     sandbox = await makeSandbox({
       control: { enabled: true },
       queue: 'postgres',
-      worker: { heartbeat_s: 1, dead_after_s: 6, max_resumes: 0 },
+      worker: { heartbeat_s: 3, dead_after_s: 6, max_resumes: 0 },
       loop: { max_steps: 200, stuck_repeats: 1000 },
     });
     for (const name of ['server', 'worker']) await mkdir(join(sandbox.dir, name));

@@ -43,6 +43,7 @@ export class QueueWorker {
   #id: string;
   #registrations = 1;
   #beating: Promise<void> | null = null;
+  #lastBeat = 0;
   #stopping = false;
   readonly #now: () => number;
 
@@ -65,8 +66,9 @@ export class QueueWorker {
   async run(signal: AbortSignal): Promise<void> {
     const { queue, specialists, concurrency, log } = this.#options;
     await queue.prepare(specialists);
+    this.#lastBeat = this.#now();
     await this.#beat();
-    const timer = setInterval(() => this.#tick(), this.#options.heartbeatMs);
+    const timer = setInterval(() => this.#tick(), this.#checkMs());
     const stop = () => this.#wake();
     signal.addEventListener('abort', stop, { once: true });
     try {
@@ -239,17 +241,22 @@ export class QueueWorker {
     await this.#guard('fail a job', () => queue.settle(job, 'not_started'), undefined);
   }
 
+  /** How often leases are checked without the database, and a failed beat tried again. */
+  #checkMs(): number {
+    return Math.min(500, this.#options.heartbeatMs / 4);
+  }
+
   /**
-   * Each heartbeat period: first, without the database, the runs whose lease is about to expire
-   * unrenewed (`deadAfterMs`) are stopped (the database may be out of reach: by now others may have marked
-   * them interrupted); then a beat, unless the last one still waits for the database.
+   * Without the database, stops the runs whose lease is about to expire unrenewed; then a beat
+   * each heartbeat period, or at once after one the database did not answer, so a cut shorter
+   * than dead_after_s costs no lease (issue 35: 2.5 s at heartbeat_s 3, dead_after_s 6).
    */
   #tick(): void {
     const { deadAfterMs, heartbeatMs } = this.#options;
     const now = this.#now();
-    // Stopped before the lease can expire: this check runs once a heartbeat period, so two
-    // periods of margin (half the lease at most) keep the stop ahead of any reaper.
-    const limit = deadAfterMs - Math.min(2 * heartbeatMs, deadAfterMs / 2);
+    // Checked every #checkMs: two heartbeats of margin, at most 1 s (and half the lease).
+    const margin = Math.min(2 * heartbeatMs, Math.max(2 * this.#checkMs(), 1000), deadAfterMs / 2);
+    const limit = deadAfterMs - margin;
     for (const [runId, running] of this.#running) {
       if (this.#fence(runId, running) !== undefined || running.ended) continue;
       if (running.controller.signal.aborted || now - running.renewedAt <= limit) continue;
@@ -259,7 +266,13 @@ export class QueueWorker {
         `its lease could not be renewed before it expires (worker.dead_after_s ${deadAfterMs / 1000} s: the queue database is out of reach)`,
       );
     }
-    this.#beating ??= this.#beat().finally(() => {
+    if (
+      this.#beating !== null ||
+      now - this.#lastBeat < (this.#faulted ? 0 : heartbeatMs - this.#checkMs() / 2)
+    )
+      return;
+    this.#lastBeat = now;
+    this.#beating = this.#beat().finally(() => {
       this.#beating = null;
     });
   }
