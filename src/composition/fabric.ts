@@ -5,13 +5,8 @@
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import process from 'node:process';
-import type {
-  BackendProbe,
-  CatalogModel,
-  ChatClient,
-  ModelCatalog,
-  RunObserver,
-} from '../application/ports.ts';
+import type { BackendProbe, CatalogModel, ChatClient } from '../application/ports.ts';
+import type { ModelCatalog, RunObserver } from '../application/ports.ts';
 import type { ControlStore } from '../application/control/control-ports.ts';
 import type { ProcessLiveness } from '../application/runs/liveness-ports.ts';
 import { RequestLimiter } from '../application/run/request-limiter.ts';
@@ -41,6 +36,7 @@ import { checkWorkspace } from '../infrastructure/registry/check-workspace.ts';
 import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
+import { FileRunInboxes } from '../infrastructure/runlog/file-run-inbox.ts';
 import { MergedRunLogs } from '../infrastructure/runlog/merged-run-logs.ts';
 import { modelCardsIn } from '../infrastructure/runlog/model-card-files.ts';
 import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
@@ -114,6 +110,8 @@ export class Fabric {
   readonly registry: ConfigRegistry;
   /** Where this fabric's runs write their runlogs (`runs_dir`). */
   readonly runLogStore: FileRunLogStore;
+  /** Each run's inbox (SPEC §19 steering, ADR 0019), beside its runlog. */
+  readonly runInboxes: FileRunInboxes;
   /** The runlogs it reads: its own, then those of `alsoReads` (the listings, the viewer, the API). */
   readonly runLogs: RunLogReader;
   readonly catalog: ModelCatalog;
@@ -160,6 +158,7 @@ export class Fabric {
       }),
     });
     this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
+    this.runInboxes = new FileRunInboxes(config.runs_dir);
     const others = (options.alsoReads ?? []).filter((dir) => resolve(dir) !== this.runLogStore.runsDir);
     this.runLogs =
       others.length === 0
@@ -196,6 +195,7 @@ export class Fabric {
       // The run's own git directory beside its runlog; the runs directory is never part of it.
       fingerprints: (workspace, runId) =>
         new GitFingerprint(workspace, join(config.runs_dir, runId, 'fingerprint.git'), [config.runs_dir]),
+      inboxes: (runId, resumed) => this.runInboxes.reader(runId, { fromEnd: resumed }),
       settings: {
         aliases: config.llm.models,
         maxSteps: config.loop.max_steps,

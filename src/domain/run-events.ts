@@ -290,6 +290,27 @@ export interface RunEventBodies {
     /** A model turn was being answered when the process stopped: it is asked again. */
     turn_asked_again: boolean;
   };
+  /**
+   * A person's message to a running run (SPEC §19 steering), added as a user message at the end
+   * of the conversation after step `after_step`; `interrupt` also cut the model turn in progress.
+   */
+  steer_message: {
+    id: string;
+    text: string;
+    mode: 'steer' | 'interrupt';
+    channel: string;
+    after_step: number;
+  };
+  /** The run holds between steps (SPEC §19): no model request until it is un-paused. */
+  run_paused: {
+    step: number;
+    channel: string;
+  };
+  /** A paused run goes on (not §18's `run_resumed`: the same process never stopped). */
+  run_unpaused: {
+    step: number;
+    channel: string;
+  };
   run_end: {
     status: RunStatus;
     payload: Record<string, unknown> | null;

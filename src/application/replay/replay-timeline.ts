@@ -184,6 +184,15 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
       };
     case 'run_resumed':
       return { tone: 'info', text: `↺ ${describeResumed(event)}` };
+    case 'steer_message':
+      return {
+        tone: 'warn',
+        text: `✉ ${event.mode === 'interrupt' ? 'interrupt' : 'steer'} after step ${event.after_step} (${event.channel}): ${preview(event.text, 80)}`,
+      };
+    case 'run_paused':
+      return { tone: 'warn', text: `⏸ paused after step ${event.step} (${event.channel})` };
+    case 'run_unpaused':
+      return { tone: 'info', text: `▶ continued (${event.channel})` };
     case 'tool_error':
       return { tone: 'error', text: `✗ ${event.tool} ${event.reason}: ${preview(event.error)}` };
     case 'security_event':

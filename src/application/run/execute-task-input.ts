@@ -5,6 +5,7 @@ import type { KeptOutputs } from './output-budget.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
 import type { RunHistory } from '../replay/run-history.ts';
 import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
+import type { InboxReader } from './steering.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
 export interface ExecuteTaskInput {
@@ -62,6 +63,8 @@ export interface ExecuteTaskInput {
   readonly fingerprint?: WorkspaceFingerprint;
   /** Goes on with a run its previous process left (SPEC §18) instead of starting one. */
   readonly resume?: ResumeFrom;
+  /** The run's inbox (SPEC §19 steering, ADR 0019): read between steps; none: the run cannot be steered. */
+  readonly inbox?: InboxReader;
 }
 
 /** Where a resumed run goes on from, and how it came to be resumed. */

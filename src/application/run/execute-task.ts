@@ -12,6 +12,7 @@ import { READ_OUTPUT_TOOL } from './read-output-tool.ts';
 import type { ExecuteTaskInput } from './execute-task-input.ts';
 import { finishSpec, recordStart, resultPaging, usageFields, windowPlanOf } from './run-setup.ts';
 import { resumeFrom } from './resume-point.ts';
+import { Steering } from './steering.ts';
 
 export type { ExecuteTaskInput, RunProfile } from './execute-task-input.ts';
 
@@ -83,7 +84,11 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     const watch = new StuckWatch(input.limits.stuckRepeats);
     let warned = false;
     let stuck: StuckPattern | null = null;
+    const steering = input.inbox === undefined ? undefined : new Steering(input.inbox, recorder);
     while (outcome.kind === 'continue' && state.steps < input.limits.maxSteps && !signal.aborted) {
+      // A person's messages land here, after the step that was running (SPEC §19); a pause holds here.
+      await steering?.between(state.steps, conversation, signal);
+      if (signal.aborted) break;
       state.steps += 1;
       state.cached = undefined;
       if (plan !== undefined && state.steps > 1)
@@ -106,14 +111,16 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         });
       // The turn after one cut by the output limit asks for more (quirks-2 Q12), once.
       const raised = outcome.kind === 'continue' ? outcome.outputLimit : undefined;
+      const turnWatch = steering?.watchTurn();
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
         specs,
+        ...(turnWatch === undefined ? {} : { turnSignal: turnWatch.signal }),
         budget: paging.budget,
         ...(plan === undefined ? {} : { windowTokens: plan.windowTokens }),
         ...(raised === undefined ? {} : { raisedOutputLimit: raised }),
         signal,
-      });
+      }).finally(() => turnWatch?.stop());
       offerPaging();
       await endStep(recorder, input, state);
       const seen = outcome.kind === 'continue' ? watch.observe(outcome.answered ?? []) : null;

@@ -4,6 +4,7 @@
  * attach the control plane's mirror, then run the loop (`executeTask`). Every interface and
  * orchestrator starts runs through it; it reaches the world only through the ports below.
  */
+import type { InboxReader } from './steering.ts';
 import { runProfileFor } from '../models/run-profile.ts';
 import { type LoadResult, type RunWindow, runWindowFor } from '../models/run-window.ts';
 import type { ModelProfile, SpecialistConfig } from '../../config/schema.ts';
@@ -106,6 +107,8 @@ export interface StartRunDeps {
   readonly settings: RunSettings;
   /** The fingerprint of a run's workspace after each step (SPEC §18); none: no `step_end`. */
   readonly fingerprints?: (workspace: string, runId: string) => WorkspaceFingerprint;
+  /** A run's inbox (SPEC §19, ADR 0019); a resumed run reads what arrives from now on. */
+  readonly inboxes?: (runId: string, resumed: boolean) => InboxReader;
 }
 
 /** Starts runs: one instance per process, shared by every interface. */
@@ -311,6 +314,9 @@ export class RunStarter {
         ? {}
         : { fingerprint: this.#deps.fingerprints(workspace, request.runId) }),
       ...(request.resume === undefined ? {} : { resume: request.resume }),
+      ...(this.#deps.inboxes === undefined
+        ? {}
+        : { inbox: this.#deps.inboxes(request.runId, request.resume !== undefined) }),
       ...(request.fence === undefined ? {} : { fence: request.fence }),
     });
   }

@@ -56,6 +56,8 @@ export interface StepInput {
   readonly budget?: ResultBudget;
   readonly finalTurn: boolean;
   readonly signal: AbortSignal;
+  /** Aborts the model turn only (a steer `interrupt`, SPEC §19): the step ends with nothing answered. */
+  readonly turnSignal?: AbortSignal;
   addUsage(usage: Usage): void;
 }
 
@@ -99,13 +101,16 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       tools: input.specs,
       step,
       finalTurn: input.finalTurn,
-      signal: input.signal,
+      signal:
+        input.turnSignal === undefined ? input.signal : AbortSignal.any([input.signal, input.turnSignal]),
       ...(settings === undefined ? {} : { settings }),
       ...(raised === undefined ? {} : { raisedMaxTokens: raised }),
       ...(input.reasoningBudget === undefined ? {} : { reasoningBudget: input.reasoningBudget }),
       affinity: input.runId,
     });
   } catch (error) {
+    // Interrupted by a person (SPEC §19): the turn is dropped; their message is the next thing said.
+    if (input.turnSignal?.aborted === true && !input.signal.aborted) return { kind: 'continue' };
     if (!(error instanceof FabricError) || error.code !== 'model_output_unparseable') throw error;
     const failed = await handleParserFailure(error, {
       specs: input.specs,

@@ -18,6 +18,18 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'go on with a run whose process stopped, from its runlog (same run id)',
     run: async (argv, io) => (await import('./commands/resume.ts')).resumeCommand(argv, io),
   },
+  steer: {
+    summary: 'tell a running run something after its current step (`--interrupt` cuts the turn first)',
+    run: async (argv, io) => (await import('./commands/steer.ts')).steerCommand(argv, io),
+  },
+  pause: {
+    summary: 'hold a running run after its current step (no model request until `fabric unpause`)',
+    run: async (argv, io) => (await import('./commands/steer.ts')).pauseCommand(argv, io),
+  },
+  unpause: {
+    summary: 'let a paused run go on',
+    run: async (argv, io) => (await import('./commands/steer.ts')).unpauseCommand(argv, io),
+  },
   replay: {
     summary: "show a run's timeline, or re-run its recorded model turns and compare (`--execute`)",
     run: async (argv, io) => (await import('./commands/replay.ts')).replayCommand(argv, io),

@@ -14,6 +14,9 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'runlog_corrupt':
     // Nothing to resume, or not now (SPEC §18): the message names the reason and the fix.
     case 'run_not_resumable':
+    case 'run_not_live':
+    case 'run_finished':
+    case 'steer_stale_step':
     // A battery's workspace over the queue's archive limit: nothing ran.
     case 'workspace_too_large':
       return EXIT.usage;

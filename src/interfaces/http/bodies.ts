@@ -29,6 +29,13 @@ export const ResumeRunBody = v.strictObject({
   force: v.optional(v.boolean()),
 });
 
+/** `POST /v1/runs/:id/messages` (SPEC §19): a person's message to a running run. */
+export const SteerBody = v.strictObject({
+  text: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(100_000)),
+  mode: v.optional(v.picklist(['steer', 'interrupt']), 'steer'),
+  expected_step: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
+
 export const ReplayBody = v.strictObject({
   execute: v.optional(v.boolean(), false),
   workspace: v.optional(absolutePath),

@@ -25,6 +25,7 @@ import {
 import { type RunHub, liveRuns } from './run-hub.ts';
 import { type RunView, runLinks, runViewOf } from './run-view.ts';
 import { sseResponse } from './sse.ts';
+import { steerRoutes } from './routes-steer.ts';
 
 /** What the run routes use. */
 export interface RunRoutesDeps {
@@ -145,7 +146,12 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   });
 
   // Goes on with a run its process left (SPEC §18): 202 and Location as for a new run; refusals 409.
+  const steering = steerRoutes(app, fabric, (id) => runs.show(id), log);
+
   app.post('/:id/resume', async (c) => {
+    // A running (paused) run continues (SPEC §19); a run whose process left it resumes (§18).
+    const continued = await steering.unpause(runIdParam(c.req.param('id')));
+    if (continued !== null) return continued;
     const body = validateBody(ResumeRunBody, await readJson(c.req.raw));
     const id = c.req.param('id');
     const backlog = (await fabric.runLogStore.read(id)).events;

@@ -20,6 +20,9 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'run_cancelled':
     case 'workspace_busy':
     case 'run_not_resumable':
+    case 'run_not_live':
+    case 'run_finished':
+    case 'steer_stale_step':
       return 409;
     case 'payload_too_large':
     case 'workspace_too_large':

@@ -136,6 +136,24 @@ function item(event: RunEvent): SafeHtml {
       );
     case 'run_resumed':
       return li(event, 'warn', html`<span class="kind">Resumed</span> ${describeResumed(event)}`);
+    case 'steer_message':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">✉ ${event.mode === 'interrupt' ? 'Interrupted' : 'Steered'}</span> <span class="meta">after step ${event.after_step} · via ${event.channel}</span><pre>${clip(event.text, SHOWN_CHARS)}</pre>`,
+      );
+    case 'run_paused':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">⏸ Paused</span> <span class="meta">after step ${event.step} · via ${event.channel}</span>`,
+      );
+    case 'run_unpaused':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">▶ Continued</span> <span class="meta">via ${event.channel}</span>`,
+      );
     case 'tool_result':
       return li(
         event,

@@ -1,0 +1,76 @@
+/**
+ * Steering a run from anywhere that sees its runs directory (SPEC §19, ADR 0019): the request is
+ * checked against the run's record (alive, the step it is at) and written to the run's inbox,
+ * which the owning process — `fabric serve` on any port, a worker, a plain `fabric run` — reads
+ * between steps. Nothing here does I/O.
+ */
+import { FabricError } from '../../domain/errors.ts';
+import type { RunRecord } from '../runs/run-record.ts';
+import type { InboxEntry, RunInboxes } from './steering.ts';
+
+/** What a person asks of a running run. */
+export type SteerRequest =
+  | {
+      readonly kind: 'message';
+      readonly text: string;
+      readonly mode: 'steer' | 'interrupt';
+      readonly expectedStep?: number;
+      readonly channel: string;
+    }
+  | { readonly kind: 'pause' | 'unpause'; readonly channel: string };
+
+export interface SteerRunDeps {
+  /** The run's record: throws `run_not_found` when there is none. */
+  readonly show: (runId: string) => Promise<RunRecord>;
+  readonly inboxes: Pick<RunInboxes, 'post'>;
+  readonly newId: () => string;
+}
+
+/** Accepted: the entry's id, and the step it lands after (the step running now). */
+export interface SteerAccepted {
+  readonly run_id: string;
+  readonly id: string;
+  readonly after_step: number;
+}
+
+/** Checks the run can hear it and writes it to the run's inbox. */
+export async function steerRun(
+  deps: SteerRunDeps,
+  runId: string,
+  request: SteerRequest,
+): Promise<SteerAccepted> {
+  const record = await deps.show(runId);
+  const id = record.run_id;
+  if (record.status === 'interrupted')
+    throw new FabricError(
+      'run_not_live',
+      `Run ${id} is not running any more: its process stopped without ending it, so nothing reads its messages. Resume it with \`fabric resume ${id}\` (or POST /v1/runs/${id}/resume), then steer it.`,
+    );
+  if (record.status !== 'running')
+    throw new FabricError(
+      'run_finished',
+      `Run ${id} has ended (${record.status}); a message can only reach a running run. Start a new run, or \`fabric resume ${id} --more-steps N\` to go on with it.`,
+    );
+  if (record.runlog === null)
+    throw new FabricError(
+      'run_not_live',
+      `Run ${id} runs on another host (its runlog is not in this runs directory), so its inbox cannot be reached from here. Steer it from a process that shares its runs directory.`,
+    );
+  if (
+    request.kind === 'message' &&
+    request.expectedStep !== undefined &&
+    request.expectedStep !== record.steps
+  )
+    throw new FabricError(
+      'steer_stale_step',
+      `Run ${id} is at step ${record.steps}, not ${request.expectedStep}: the message was written for a state the run has left. Look at the run again and resend with expected_step ${record.steps}, or without it.`,
+      { details: { step: record.steps } },
+    );
+  const entryId = deps.newId();
+  const entry: InboxEntry =
+    request.kind === 'message'
+      ? { id: entryId, kind: 'message', text: request.text, mode: request.mode, channel: request.channel }
+      : { id: entryId, kind: request.kind, channel: request.channel };
+  await deps.inboxes.post(id, entry);
+  return { run_id: id, id: entryId, after_step: record.steps };
+}
