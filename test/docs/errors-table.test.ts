@@ -6,10 +6,12 @@
  * (`bin/fabric.mjs`): `npm run build` first.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { FABRIC_ERROR_CODES } from '../../src/domain/errors.ts';
+import type { RunEventInput } from '../../src/domain/run-events.ts';
 import { exitCodeFor } from '../../src/interfaces/cli/exit-code.ts';
 import type { Fabric } from '../../src/composition/fabric.ts';
 import { HTTP_ONLY_ERROR_CODES } from '../../src/interfaces/http/api-error.ts';
@@ -151,6 +153,14 @@ describe('docs/errors.md, code by code', () => {
     );
     await writeFile(join(sandbox.dir, 'not-a-runlog.jsonl'), 'this is not JSON\n');
     await writeRunlog(sandbox.runsDir, 'done-run', '2026-01-01T00:00:00Z', succeededRun());
+    // A run whose process stopped without a run_end (long past its budget), and one whose owner
+    // is this test's own process (alive), at step 1.
+    await writeRunlog(sandbox.runsDir, 'stopped-run', '2026-01-01T00:00:00Z', succeededRun().slice(0, 3));
+    const [liveStart, ...liveRest] = succeededRun().slice(0, 3);
+    await writeRunlog(sandbox.runsDir, 'live-run', new Date().toISOString(), [
+      { ...liveStart, pid: process.pid, host: hostname() } as RunEventInput,
+      ...liveRest,
+    ]);
     await mkdir(join(sandbox.runsDir, 'torn-run'), { recursive: true });
     await writeFile(join(sandbox.runsDir, 'torn-run', 'runlog.jsonl'), 'garbage\nmore garbage\n');
     await mkdir(join(sandbox.dir, 'busy'));
@@ -234,6 +244,29 @@ describe('docs/errors.md, code by code', () => {
     run_not_resumable: async () => [
       await cli(['resume', 'done-run', '--json', '--config', sandbox.configPath]),
       await post('/v1/runs/done-run/resume', {}),
+    ],
+    // Steering (SPEC §19): a message to an ended run, a stopped one, and one written for a step
+    // the live run has left.
+    run_finished: async () => [
+      await cli(['steer', 'done-run', 'look at damage.rs', '--json', '--config', sandbox.configPath]),
+      await post('/v1/runs/done-run/messages', { text: 'look at damage.rs' }),
+    ],
+    run_not_live: async () => [
+      await cli(['steer', 'stopped-run', 'look at damage.rs', '--json', '--config', sandbox.configPath]),
+      await post('/v1/runs/stopped-run/messages', { text: 'look at damage.rs' }),
+    ],
+    steer_stale_step: async () => [
+      await cli([
+        'steer',
+        'live-run',
+        'look at damage.rs',
+        '--expected-step',
+        '7',
+        '--json',
+        '--config',
+        sandbox.configPath,
+      ]),
+      await post('/v1/runs/live-run/messages', { text: 'look at damage.rs', expected_step: 7 }),
     ],
     // A finished run sent to a receiver that is not there.
     telemetry_export_failed: async () => [
