@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { ApiError } from './api-error.ts';
-import { hasViewerCookie } from './viewer/viewer-cookie.ts';
+import { VIEWER_ACTION_HEADER, hasViewerCookie, isViewerAction } from './viewer/viewer-cookie.ts';
 
 /** What the auth middleware tells the routes. */
 export interface AuthVariables {
@@ -28,7 +28,12 @@ export function bearerAuth(token: string | undefined): MiddlewareHandler<{ Varia
     // The run viewer's cookie stands for the header on reads (its page's EventSource, downloads).
     const authorized =
       (match?.[1] !== undefined && (await sameSecret(match[1], token))) ||
-      (await hasViewerCookie(c.req.method, c.req.header('cookie'), token));
+      (await hasViewerCookie(
+        c.req.method,
+        c.req.header('cookie'),
+        token,
+        isViewerAction(c.req.method, c.req.path, c.req.header(VIEWER_ACTION_HEADER)),
+      ));
     c.set('authorized', authorized);
     if (authorized || (c.req.method === 'GET' && c.req.path === '/v1/health')) return next();
     c.header('WWW-Authenticate', 'Bearer realm="agent-fabric"');

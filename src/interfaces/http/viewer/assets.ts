@@ -124,6 +124,7 @@ export const LIVE_JS = `'use strict';
   var list = document.getElementById('runs-list');
   if (list) liveList(list);
   listKeys();
+  resumeActions();
   setInterval(countOn, 1000);
 
   // Times of runs in progress (data-elapsed-ms, as the server rendered them) keep counting on
@@ -259,6 +260,41 @@ export const LIVE_JS = `'use strict';
           if (again) { again = false; refresh(); }
         });
     }
+  }
+
+  // The Resume button (SPEC §18): POST /v1/runs/<id>/resume as the viewer's action (its cookie
+  // and X-Fabric-Viewer); on 202 the page is opened again, live; a refusal shows its reason.
+  function resumeActions() {
+    document.addEventListener('submit', function (event) {
+      var form = event.target;
+      if (!form || form.id !== 'resume-form') return;
+      event.preventDefault();
+      var id = form.getAttribute('data-run-id');
+      var steps = document.getElementById('resume-steps');
+      var message = document.getElementById('resume-message');
+      var button = document.getElementById('resume-button');
+      var body = steps && steps.value !== '' ? { max_steps: Number(steps.value) } : {};
+      if (button) button.disabled = true;
+      if (message) message.textContent = 'Resuming…';
+      fetch('/v1/runs/' + encodeURIComponent(id) + '/resume', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'content-type': 'application/json', 'x-fabric-viewer': '1' },
+        body: JSON.stringify(body),
+      })
+        .then(function (response) {
+          if (response.status === 202) { location.reload(); return; }
+          return response.json().then(function (answer) {
+            var error = (answer && answer.error) || {};
+            if (message) message.textContent = (error.code || 'HTTP ' + response.status) + ': ' + (error.message || '');
+            if (button) button.disabled = false;
+          });
+        })
+        .catch(function (error) {
+          if (message) message.textContent = 'The server did not answer: ' + error;
+          if (button) button.disabled = false;
+        });
+    });
   }
 
   function listKeys() {

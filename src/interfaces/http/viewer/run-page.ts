@@ -62,7 +62,25 @@ ${view.error ? html`<dt>Error</dt><dd>${view.error.code}: ${view.error.message}<
 ${view.torn ? html`<dt>Runlog</dt><dd>its last line was cut short (a killed process)</dd>` : ''}
 </dl>
 <p class="links"><a href="/v1/runs/${id}/runlog" download>Download the runlog</a> <a href="/runs/${id}/replay">Replay (timeline)</a></p>
-</section>`;
+${resumable(view) ? resumeForm(view) : ''}</section>`;
+}
+
+/**
+ * Ended runs that `fabric resume` may go on with (SPEC §18): stopped, cancelled, out of steps or
+ * failed. The server decides for certain; its refusal, with the reason, shows under the button.
+ */
+function resumable(view: RunView): boolean {
+  return ['interrupted', 'cancelled', 'max_steps', 'failed'].includes(view.status);
+}
+
+/** The Resume button; more steps asked for where the run used its own. */
+function resumeForm(view: RunView): SafeHtml {
+  return html`<form id="resume-form" class="actions" data-run-id="${view.run_id}">
+<label>More steps <input id="resume-steps" name="max_steps" type="number" min="1" max="1000" ${view.status === 'max_steps' ? html`required value="5"` : ''}></label>
+<button id="resume-button" type="submit">Resume</button>
+<span id="resume-message" role="status"></span>
+</form>
+`;
 }
 
 /** `/runs/<id>/replay`: the replay timeline, as `fabric replay` prints it, and how to re-execute. */

@@ -2,7 +2,11 @@
  * The run viewer's cookie: a browser cannot put `Authorization` on a link or an EventSource, so
  * once the token has been given (`?token=` or the form) the server sets this cookie. Its value
  * is derived from the token (the token itself is not kept in the browser), it is HttpOnly and
- * SameSite=Strict, and it is accepted only for GET and HEAD: reading, never starting a run.
+ * SameSite=Strict, and it is accepted for GET and HEAD (reading), and for the viewer's own
+ * actions on a run (Resume, SPEC §18) only when the request also carries `X-Fabric-Viewer: 1`,
+ * a header no cross-site form can send and no cross-origin script can add without a preflight
+ * this server never grants (the origin guard refuses a foreign `Origin` besides). Never for
+ * starting a run.
  */
 
 export const VIEWER_COOKIE = 'fabric_viewer';
@@ -16,13 +20,28 @@ export async function viewerCookieValue(token: string): Promise<string> {
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-/** True when a GET or HEAD carries the viewer cookie for `token`; compared in constant time. */
+/** The header the viewer's page puts on its actions. */
+export const VIEWER_ACTION_HEADER = 'x-fabric-viewer';
+
+/** The viewer's actions: a POST to one of these, with `X-Fabric-Viewer: 1`. */
+const VIEWER_ACTIONS = /^\/v1\/runs\/[^/]+\/resume$/;
+
+/** True for a request the viewer's page makes as an action (see the module's comment). */
+export function isViewerAction(method: string, path: string, header: string | undefined): boolean {
+  return method === 'POST' && header === '1' && VIEWER_ACTIONS.test(path);
+}
+
+/**
+ * True when a GET or HEAD, or a viewer action (`action`), carries the viewer cookie for `token`;
+ * compared in constant time.
+ */
 export async function hasViewerCookie(
   method: string,
   cookieHeader: string | undefined,
   token: string,
+  action = false,
 ): Promise<boolean> {
-  if ((method !== 'GET' && method !== 'HEAD') || cookieHeader === undefined) return false;
+  if ((method !== 'GET' && method !== 'HEAD' && !action) || cookieHeader === undefined) return false;
   const given = cookieNamed(cookieHeader, VIEWER_COOKIE);
   if (given === undefined) return false;
   const expected = await viewerCookieValue(token);
