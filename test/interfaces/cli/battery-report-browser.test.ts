@@ -1,22 +1,20 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BrowserContext, chromium } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { CHROMIUM, chromiumMissing, launchChromium } from '../../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { unitsResponder } from '../../support/battery-fakes.ts';
 import { makeSandbox, type Sandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 
-/** Debian's chromium package; `.ci/run` installs it. */
-const CHROMIUM = '/usr/bin/chromium';
 const ALPHA = 'lab/alpha-7b';
 const BETA = 'lab/beta-7b';
 const hostile = '<img src="http://evil.example/pixel.png"><script>window.pwned = 1</script>';
 
-const missing = !existsSync(CHROMIUM);
+const missing = chromiumMissing;
 if (missing)
   console.warn(`battery report browser test skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
@@ -66,20 +64,7 @@ describe.skipIf(missing)('the HTML battery report in headless Chromium', () => {
     batteryId = (JSON.parse(result.stdout) as { id: string }).id;
     report = join(sandbox.dir, 'report.html');
     profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
     context.on('request', (request) => requested.push(request.url()));
   }, 60_000);
 

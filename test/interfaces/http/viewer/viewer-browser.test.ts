@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, chromiumMissing, launchChromium } from '../../../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyState, freshRecord } from '../../../../src/application/daemon/daemon-state.ts';
 import { StateFile } from '../../../../src/infrastructure/daemon/state-file.ts';
@@ -16,8 +16,6 @@ import {
 } from '../../../support/fake-llm-server.ts';
 import { type RunningApi, makeFabric, postJson, startApi } from '../http-harness.ts';
 
-/** Debian's chromium package; `.ci/run` installs it. */
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'viewer-test-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const hostile = '<img src="http://evil.example/pixel.png"><script>window.pwned = 1</script>';
@@ -32,7 +30,7 @@ const convert = (value: number): ScriptedTurn => ({
   },
 });
 
-const missing = !existsSync(CHROMIUM);
+const missing = chromiumMissing;
 if (missing)
   console.warn(`viewer browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
@@ -155,20 +153,7 @@ describe.skipIf(missing)('the run viewer in headless Chromium', () => {
     await settled(ids.failed);
     ids.running = await start('units', 'Convert slowly');
     profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
     context.on('request', (request) => requested.push(request.url()));
     // Signs in once: the cookie carries the token from here on (links, the event stream).
     const page = await open(`/?token=${TOKEN}`);

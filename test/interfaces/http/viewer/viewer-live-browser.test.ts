@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, chromiumMissing, launchChromium } from '../../../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
@@ -13,8 +13,6 @@ import {
 } from '../../../support/fake-llm-server.ts';
 import { type RunningApi, makeFabric, postJson, startApi } from '../http-harness.ts';
 
-/** Debian's chromium package; `.ci/run` installs it. */
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'live-viewer-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const hostileLine = '<script>window.pwned = 1</script>';
@@ -27,7 +25,7 @@ const finish = (answer: string): ScriptedTurn => ({
   reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: `Converted: ${answer}`, answer } }] },
 });
 
-const missing = !existsSync(CHROMIUM);
+const missing = chromiumMissing;
 if (missing)
   console.warn(`live viewer browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
@@ -118,20 +116,7 @@ describe.skipIf(missing)('the live run viewer in headless Chromium', () => {
     first = await start('units', 'Convert 1 km to miles');
     await settled(first);
     profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-live-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
     // Signs in with the token once: from here on the cookie alone carries it, the list's stream too.
     const page = await context.newPage();
     await page.goto(`${api.url}/?token=${TOKEN}`);

@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { CHROMIUM, chromiumMissing, launchChromium } from '../../../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelCard } from '../../../../src/application/models/model-card.ts';
 import type { Fabric } from '../../../../src/composition/fabric.ts';
@@ -11,10 +11,7 @@ import { type FakeLlmServer, type FakeModel, startFakeLlmServer } from '../../..
 import { closedPortUrl } from '../../../infrastructure/llm/llm-test-kit.ts';
 import { type RunningApi, makeFabric, startApi } from '../http-harness.ts';
 
-/** Debian's chromium package; `.ci/run` installs it. */
-const CHROMIUM = '/usr/bin/chromium';
-
-const missing = !existsSync(CHROMIUM);
+const missing = chromiumMissing;
 if (missing)
   console.warn(`viewer models browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
@@ -54,20 +51,7 @@ describe.skipIf(missing)('the viewer models page in headless Chromium', () => {
     fabric = await makeFabric(sandbox, closed, { OLLAMA_HOST: ollama.url });
     api = await startApi(fabric);
     profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
   }, 90_000);
 
   afterAll(async () => {

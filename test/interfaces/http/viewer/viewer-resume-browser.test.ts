@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { CHROMIUM, chromiumMissing, launchChromium } from '../../../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fabric } from '../../../../src/composition/fabric.ts';
 import { EXAMPLE_PACK, type Sandbox, makeSandbox } from '../../../support/fabric-cli.ts';
@@ -13,8 +13,6 @@ import {
 } from '../../../support/fake-llm-server.ts';
 import { type RunningApi, makeFabric, postJson, startApi } from '../http-harness.ts';
 
-/** Debian's chromium package; `.ci/run` installs it. */
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'resume-viewer-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
@@ -25,7 +23,7 @@ const finish: ScriptedTurn = {
   reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Converted', answer: '1.243 mi' } }] },
 };
 
-const missing = !existsSync(CHROMIUM);
+const missing = chromiumMissing;
 if (missing)
   console.warn(`viewer resume tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
@@ -81,20 +79,7 @@ describe.skipIf(missing)("the run viewer's Resume button in headless Chromium", 
     fabric = await makeFabric(sandbox, server.url);
     api = await startApi(fabric, TOKEN);
     profile = await mkdtemp(join(tmpdir(), 'fabric-chromium-resume-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
     const page = await context.newPage();
     await page.goto(`${api.url}/?token=${TOKEN}`);
     await page.close();
