@@ -104,18 +104,21 @@ export class Steering {
         }
       }
       if (!this.#paused || signal.aborted) return;
-      await new Promise<void>((done) => {
-        const timer = setTimeout(done, this.#pollMs);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            done();
-          },
-          { once: true },
-        );
-      });
+      await this.#wait(signal);
       await this.#poll();
     }
+  }
+
+  /** One poll period, or less when the run is cancelled; leaves no listener behind either way. */
+  #wait(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((done) => {
+      const finish = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', finish);
+        done();
+      };
+      const timer = setTimeout(finish, this.#pollMs);
+      signal.addEventListener('abort', finish, { once: true });
+    });
   }
 }
