@@ -40,6 +40,8 @@ export class Steering {
   #pending: InboxEntry[] = [];
   #paused = false;
   #reading: Promise<void> | undefined;
+  /** When the inbox was last read (ms, monotonic); never before the first step. */
+  #readAt = Number.NEGATIVE_INFINITY;
 
   constructor(reader: InboxReader, recorder: RunRecorder, pollMs = POLL_MS) {
     this.#reader = reader;
@@ -49,6 +51,7 @@ export class Steering {
 
   /** Reads what arrived (one read at a time). An unreadable inbox is read again next time. */
   #poll(): Promise<void> {
+    this.#readAt = performance.now();
     this.#reading ??= this.#reader
       .read()
       .then((entries) => {
@@ -82,7 +85,10 @@ export class Steering {
    * line; a pause holds here, sending nothing, until it is lifted or the run is cancelled.
    */
   async between(step: number, conversation: Conversation, signal: AbortSignal): Promise<void> {
-    await this.#poll();
+    // Read at most once a poll period: a model step takes seconds, so each is read after, but a
+    // loop of quick steps (scripted, cached) pays no file read per step; what comes lands after
+    // a later step, still at the conversation's end.
+    if (performance.now() - this.#readAt >= this.#pollMs) await this.#poll();
     for (;;) {
       for (let entry = this.#pending.shift(); entry !== undefined; entry = this.#pending.shift()) {
         if (entry.kind === 'message') {
