@@ -5,7 +5,7 @@
 import type { ChatMessage, JsonSchema, ToolCall, ToolSpec, Usage } from '../domain/messages.ts';
 import type { EffectClass } from '../domain/effects.ts';
 import type { RunEvent, RunEventInput } from '../domain/run-events.ts';
-import type { PlacedRule } from '../domain/policy.ts';
+import type { PlacedRule, PolicyDecision, PolicyRequest } from '../domain/policy.ts';
 import type { SpecialistConfig, ThinkLevel } from '../config/schema.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -168,6 +168,29 @@ export interface ToolContext {
   readonly runId: string;
   readonly step: number;
   readonly signal: AbortSignal;
+  /**
+   * A person approved this call (SPEC §19), or a grant covers it: the policy lets it through, and
+   * a command runs in the same sandbox as an allowlisted one, its exact argv allowed for this call.
+   */
+  readonly approved?: { readonly argv?: readonly string[] | undefined };
+}
+
+/** What the policy says about one call before it runs (SPEC §19): the verdict and what it read. */
+export interface PolicyCheck {
+  readonly decision: PolicyDecision;
+  /** The deciding rule in words. */
+  readonly by: string;
+  readonly request: PolicyRequest;
+}
+
+/** A tool the policy governs: its calls are checked before they run (and before `tool_started`). */
+export interface PolicyChecked {
+  checkPolicy(args: unknown): PolicyCheck;
+}
+
+/** True when the policy governs the tool. */
+export function isPolicyChecked(tool: Tool): tool is Tool & PolicyChecked {
+  return typeof (tool as Partial<PolicyChecked>).checkPolicy === 'function';
 }
 
 export type Validation<T> =

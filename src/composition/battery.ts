@@ -40,7 +40,8 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
       queued: config.queue === 'postgres',
       servers: config.llm.lm_studio_urls.length,
     },
-    runTask: (request) => fabric.run(request),
+    // A battery's cells run unattended: a call that needs approval is refused, never parked (SPEC §19).
+    runTask: (request) => fabric.run({ defaultOnApproval: 'deny', ...request }),
     expandModelAlias: (name) => fabric.expandModelAlias(name),
     newRunId: () => fabric.newRunId(),
     // A battery waits for a llama-server still loading its model, as a run does.
@@ -110,7 +111,8 @@ export type CellJob = (
 export function cellJobFor(fabric: Fabric, services: { readonly cells: CellReports }): CellJob {
   const archives = new ArchiveCache();
   const ports: CellJobPorts = {
-    runTask: (request) => fabric.run(request),
+    // A battery's cells run unattended: a call that needs approval is refused, never parked (SPEC §19).
+    runTask: (request) => fabric.run({ defaultOnApproval: 'deny', ...request }),
     checksFor: (specialist) => checksFor(fabric, specialist),
     readRunlog: async (ref) => (await fabric.runLogStore.read(ref)).events,
     workspacesFromArchive: (archive) =>

@@ -15,7 +15,7 @@ import type { KeptOutputs } from '../application/run/output-budget.ts';
 import { RunStarter } from '../application/run/start-run.ts';
 import { type ResumeRequest, resumeRun } from '../application/run/resume-run.ts';
 import { GitFingerprint } from '../infrastructure/workspace/git-fingerprint.ts';
-import { type LiveRuns, type RunLogReader, RunReadModel } from '../application/runs/run-read-model.ts';
+import { type RunLogReader, RunReadModel } from '../application/runs/run-read-model.ts';
 import type { ModelCard, ModelCardStore } from '../application/models/model-card.ts';
 import type { ModelChoice } from '../application/models/resolve-model.ts';
 import { type Environment, readEnvironment } from '../config/env.ts';
@@ -37,6 +37,7 @@ import { ConfigRegistry } from '../infrastructure/registry/config-registry.ts';
 import { BUILTIN_PACKS } from '../infrastructure/registry/builtin-packs.ts';
 import { FileRunLogStore } from '../infrastructure/runlog/file-run-log-store.ts';
 import { FileRunInboxes } from '../infrastructure/runlog/file-run-inbox.ts';
+import { FileApprovalStore } from '../infrastructure/runlog/file-approval-store.ts';
 import { MergedRunLogs } from '../infrastructure/runlog/merged-run-logs.ts';
 import { modelCardsIn } from '../infrastructure/runlog/model-card-files.ts';
 import { FileKeptOutputs } from '../infrastructure/runlog/kept-outputs.ts';
@@ -46,6 +47,9 @@ import { systemClock } from '../infrastructure/clock.ts';
 import { FABRIC_VERSION } from './version.ts';
 import type { SpanExporter } from '../application/telemetry/span-record.ts';
 import { spanExporterFor } from './telemetry.ts';
+import type { RunReadModelOptions } from './run-read-options.ts';
+
+export type { RunReadModelOptions } from './run-read-options.ts';
 
 /** This process, as the owner of the runs it makes. */
 const RUN_OWNER = { pid: process.pid, host: hostname() };
@@ -75,25 +79,6 @@ export interface FabricOptions {
   readonly alsoReads?: readonly string[];
 }
 
-/** Which sources a reader of runs wires into its read model (`Fabric.runReadModel`). */
-export interface RunReadModelOptions {
-  /** The runs in progress in this process that the reader can see (a server's hub). */
-  readonly live?: LiveRuns | undefined;
-  /**
-   * When a run with no runlog here is looked for in the control plane: `always` (MCP), or only
-   * while runs are queued for workers (`queue`, the HTTP API). Default `always`.
-   */
-  readonly control?: 'always' | 'queue' | 'never';
-  /** `list` merges the control plane's newest runs with the runlogs (as `fabric runs` does). */
-  readonly listControlRuns?: boolean;
-  /** A control row still `running` stands until its run_end or the reaper (the HTTP API). */
-  readonly controlRowDecides?: boolean;
-  /** Tells whether a run's process still exists; default: this machine's. */
-  readonly liveness?: ProcessLiveness | undefined;
-  /** How many ended runs' records to keep between calls (the viewer's paging); default none. */
-  readonly cacheEnded?: number;
-}
-
 /**
  * Builds the fabric for a config: the one composition root (SPEC §10). The process-wide
  * resources — the model backends' catalog and server pool, the request limiter, the control
@@ -112,6 +97,8 @@ export class Fabric {
   readonly runLogStore: FileRunLogStore;
   /** Each run's inbox (SPEC §19 steering, ADR 0019), beside its runlog. */
   readonly runInboxes: FileRunInboxes;
+  /** Approvals and grants (SPEC §19, ADR 0017), under the runs directory. */
+  readonly approvals: FileApprovalStore;
   /** The runlogs it reads: its own, then those of `alsoReads` (the listings, the viewer, the API). */
   readonly runLogs: RunLogReader;
   readonly catalog: ModelCatalog;
@@ -159,6 +146,7 @@ export class Fabric {
     });
     this.runLogStore = new FileRunLogStore(config.runs_dir, systemClock);
     this.runInboxes = new FileRunInboxes(config.runs_dir);
+    this.approvals = new FileApprovalStore(config.runs_dir);
     const others = (options.alsoReads ?? []).filter((dir) => resolve(dir) !== this.runLogStore.runsDir);
     this.runLogs =
       others.length === 0
@@ -196,7 +184,10 @@ export class Fabric {
       fingerprints: (workspace, runId) =>
         new GitFingerprint(workspace, join(config.runs_dir, runId, 'fingerprint.git'), [config.runs_dir]),
       inboxes: (runId, resumed) => this.runInboxes.reader(runId, { fromEnd: resumed }),
+      approvals: this.approvals,
       settings: {
+        onApproval: config.policy.on_approval,
+        approvalTimeoutS: config.policy.approval_timeout_s,
         aliases: config.llm.models,
         maxSteps: config.loop.max_steps,
         budgetS: config.loop.budget_s,
@@ -379,6 +370,7 @@ export class Fabric {
         run: (run) => this.run(run),
         configDigest: this.config.digest,
         profiles: this.config.profiles,
+        approvals: this.approvals,
       },
       request,
     );

@@ -59,6 +59,14 @@ export const PolicyRuleSchema = v.pipe(
 export const PolicySchema = v.strictObject({
   /** Of the rules matching a call, deny wins over ask, ask over allow. */
   rules: v.optional(v.array(PolicyRuleSchema), []),
+  /**
+   * What a call that needs approval does (SPEC §19): `wait` for an answer, `park` the run until
+   * one, `deny` it, or `fail` the run. Unset: the channel decides (a terminal waits, no terminal
+   * denies, HTTP, MCP, the daemon and workers park).
+   */
+  on_approval: v.optional(v.picklist(['wait', 'park', 'deny', 'fail'])),
+  /** Seconds an unanswered approval waits before it expires (never a "no"); unset: for ever. */
+  approval_timeout_s: v.optional(positiveInt),
 });
 
 export const SpecialistSchema = v.strictObject({

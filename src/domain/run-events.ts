@@ -306,6 +306,41 @@ export interface RunEventBodies {
     step: number;
     channel: string;
   };
+  /**
+   * A call a rule says `ask` about waits for a person (SPEC §19): what they are shown — the exact
+   * argv or path, the deciding rule, and the broader patterns a grant could use.
+   */
+  approval_requested: {
+    step: number;
+    call_id: string;
+    approval_id: string;
+    tool: string;
+    argv?: string[];
+    path?: string;
+    rule: string;
+    on_approval: 'wait' | 'park' | 'deny' | 'fail';
+    proposals: { label: string; matches: string; does_not_match: string }[];
+    expires_at?: string;
+  };
+  /**
+   * The answer (SPEC §19): who (the channel, and a name where it knows one), the state, the scope
+   * and the pattern a lasting grant uses. `expired` is nobody's answer; `grant`: an earlier grant
+   * covered the call.
+   */
+  approval_decided: {
+    step: number;
+    call_id: string;
+    approval_id: string;
+    state: 'approved' | 'denied' | 'expired' | 'cancelled';
+    scope: 'once' | 'run' | 'specialist';
+    pattern?: string;
+    channel: string;
+    by?: string;
+    message?: string;
+    answered_at?: string;
+    grant_id?: string;
+    grant_expires_at?: string;
+  };
   /** A paused run goes on (not §18's `run_resumed`: the same process never stopped). */
   run_unpaused: {
     step: number;

@@ -1,8 +1,15 @@
 /**
- * How a run ended. `interrupted`: its queue worker stopped it on losing its lease (cut off from
+ * How a run ended. `awaiting_approval`: parked on a call a person must approve (SPEC §19); it
+ * goes on (§18) once answered. `interrupted`: its queue worker stopped it on losing its lease (cut off from
  * the database past `worker.dead_after_s`), the status the control plane already gives it.
  */
-export type RunStatus = 'succeeded' | 'failed' | 'max_steps' | 'cancelled' | 'interrupted';
+export type RunStatus =
+  | 'succeeded'
+  | 'failed'
+  | 'max_steps'
+  | 'cancelled'
+  | 'interrupted'
+  | 'awaiting_approval';
 
 const INTERRUPTION = 'RunInterruption';
 
@@ -36,4 +43,11 @@ export interface RunResult {
     readonly total_tokens: number;
   };
   readonly runlog: string;
+  /** A parked run (`awaiting_approval`): the approval it waits for. */
+  readonly approval?: {
+    readonly id: string;
+    readonly tool: string;
+    readonly argv?: readonly string[];
+    readonly path?: string;
+  };
 }

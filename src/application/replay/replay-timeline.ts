@@ -189,6 +189,16 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
         tone: 'warn',
         text: `✉ ${event.mode === 'interrupt' ? 'interrupt' : 'steer'} after step ${event.after_step} (${event.channel}): ${preview(event.text, 80)}`,
       };
+    case 'approval_requested':
+      return {
+        tone: 'warn',
+        text: `? ${event.approval_id} asks: ${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${event.path}`}` : event.argv.join(' ')} (${event.rule}; ${event.on_approval})`,
+      };
+    case 'approval_decided':
+      return {
+        tone: event.state === 'approved' ? 'ok' : 'warn',
+        text: `${event.state === 'approved' ? '✓' : '✗'} ${event.approval_id} ${event.state} (${event.channel}${event.by === undefined ? '' : `: ${event.by}`}; ${event.scope}${event.pattern === undefined ? '' : ` ${event.pattern}`})${event.message === undefined ? '' : `: ${preview(event.message, 80)}`}`,
+      };
     case 'run_paused':
       return { tone: 'warn', text: `⏸ paused after step ${event.step} (${event.channel})` };
     case 'run_unpaused':

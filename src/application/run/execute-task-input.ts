@@ -6,6 +6,7 @@ import type { RunStatus } from '../../domain/run-result.ts';
 import type { RunHistory } from '../replay/run-history.ts';
 import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
 import type { InboxReader } from './steering.ts';
+import type { ApprovalSettings } from './call-approvals.ts';
 
 /** Everything one run needs. The interfaces build it; nothing here knows which adapter is behind a port. */
 export interface ExecuteTaskInput {
@@ -65,6 +66,8 @@ export interface ExecuteTaskInput {
   readonly resume?: ResumeFrom;
   /** The run's inbox (SPEC §19 steering, ADR 0019): read between steps; none: the run cannot be steered. */
   readonly inbox?: InboxReader;
+  /** A person's approvals (SPEC §19, ADR 0017); none: a call a rule says `ask` about is refused. */
+  readonly approvals?: ApprovalSettings;
 }
 
 /** Where a resumed run goes on from, and how it came to be resumed. */

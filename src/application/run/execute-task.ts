@@ -13,6 +13,7 @@ import type { ExecuteTaskInput } from './execute-task-input.ts';
 import { finishSpec, recordStart, resultPaging, usageFields, windowPlanOf } from './run-setup.ts';
 import { resumeFrom } from './resume-point.ts';
 import { Steering } from './steering.ts';
+import { CallApprovals, RunParked } from './call-approvals.ts';
 
 export type { ExecuteTaskInput, RunProfile } from './execute-task-input.ts';
 
@@ -34,6 +35,9 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
   let failure: { code: string; message: string } | null = null;
   const budget = AbortSignal.timeout(input.limits.budgetMs);
   const signal = AbortSignal.any([input.signal, budget]);
+  const approvals =
+    input.approvals === undefined ? undefined : new CallApprovals(input.approvals, recorder, runId);
+  let parked: RunParked | undefined;
   try {
     if (input.resume === undefined) await recordStart(recorder, input);
     await input.pack.open(input.signal);
@@ -70,6 +74,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
         runId,
         signal,
         budget: paging.budget,
+        approvals,
       });
       conversation = resumed.conversation;
       Object.assign(state, { steps: resumed.steps, usage: resumed.usage, last: resumed.last });
@@ -114,6 +119,7 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       const turnWatch = steering?.watchTurn();
       outcome = await runStep({
         ...stepInput(input, recorder, conversation, toolMap, runId, state),
+        approvals,
         specs,
         ...(turnWatch === undefined ? {} : { turnSignal: turnWatch.signal }),
         budget: paging.budget,
@@ -180,7 +186,11 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
       }
     }
   } catch (error) {
-    if (input.signal.aborted && isRunInterruption(input.signal.reason)) {
+    if (error instanceof RunParked && !input.signal.aborted) {
+      // Parked (SPEC §19): nothing holds the model or a worker; an answer resumes it (§18).
+      status = 'awaiting_approval';
+      parked = error;
+    } else if (input.signal.aborted && isRunInterruption(input.signal.reason)) {
       // Its worker lost the lease: the control plane already says `interrupted`, and so does the runlog.
       status = 'interrupted';
       failure = { code: 'run_cancelled', message: input.signal.reason.message };
@@ -223,7 +233,13 @@ export async function executeTask(input: ExecuteTaskInput): Promise<RunResult> {
     steps: state.steps,
     usage: usageFields(state.usage),
     runlog: log.location,
+    ...(parked === undefined ? {} : { approval: parkedApproval(parked) }),
   };
+}
+
+function parkedApproval(parked: RunParked): NonNullable<RunResult['approval']> {
+  const { id, tool, argv, path } = parked.approval;
+  return { id, tool, ...(argv === undefined ? {} : { argv }), ...(path === undefined ? {} : { path }) };
 }
 
 function stepInput(

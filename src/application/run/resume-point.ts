@@ -15,6 +15,7 @@ import type { ResumeFrom } from './execute-task-input.ts';
 import type { Conversation } from './model-turn.ts';
 import { READ_OUTPUT_TOOL } from './read-output-tool.ts';
 import type { RunRecorder } from './run-recorder.ts';
+import type { CallApprovals } from './call-approvals.ts';
 import { FINISH_TOOL, type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
 import type { WorkspaceFingerprint } from './workspace-fingerprint.ts';
 
@@ -43,6 +44,8 @@ export interface ResumeInput {
   readonly runId: string;
   readonly signal: AbortSignal;
   readonly budget: ResultBudget | undefined;
+  /** A person's approvals (SPEC §19): a call parked for one is answered here, on resuming. */
+  readonly approvals?: CallApprovals | undefined;
 }
 
 /** Rebuilds the conversation, records `run_resumed`, and settles what the previous process left. */
@@ -89,6 +92,7 @@ export async function resumeFrom(input: ResumeInput): Promise<Resumed> {
           context,
           applyGate: true,
           ...(input.budget === undefined ? {} : { budget: input.budget }),
+          ...(input.approvals === undefined ? {} : { approvals: input.approvals }),
         });
         if (outcome.kind === 'finished') {
           payload = outcome.payload;

@@ -13,6 +13,9 @@ import type { RunLogStore, RunObserver } from '../ports.ts';
 import { type RunHistory, runHistory } from '../replay/run-history.ts';
 import type { ProcessLiveness } from '../runs/liveness-ports.ts';
 import type { RunRequest } from './run-request.ts';
+import { type OnApproval, describeCall } from '../../domain/approvals.ts';
+import type { ApprovalStore } from '../approvals/approval-store.ts';
+import type { ApprovalPrompt } from './call-approvals.ts';
 
 /** What resuming a run takes. */
 export interface ResumeRequest {
@@ -27,6 +30,10 @@ export interface ResumeRequest {
   readonly onNotice?: (message: string) => void;
   /** As `RunRequest.fence`: a queue worker's hold on the run. */
   readonly fence?: () => Error | undefined;
+  /** As `RunRequest.onApproval` / `defaultOnApproval`: what a call needing approval does now. */
+  readonly onApproval?: OnApproval | undefined;
+  readonly defaultOnApproval?: OnApproval | undefined;
+  readonly approvalPrompt?: ApprovalPrompt | undefined;
 }
 
 export interface ResumeDeps {
@@ -36,6 +43,8 @@ export interface ResumeDeps {
   readonly run: (request: RunRequest) => Promise<RunResult>;
   readonly configDigest: string;
   readonly profiles?: Readonly<Record<string, ModelProfile>>;
+  /** Where a parked run's approvals are (SPEC §19): it goes on only once they are answered. */
+  readonly approvals?: ApprovalStore;
 }
 
 /** A run that failed for one of these may be resumed: no backend answered, nothing was wrong with it. */
@@ -56,6 +65,15 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
   );
   const runId = contents.runId;
   const previousStatus = statusToResume(history, runId, deps.liveness, request.force === true);
+  if (previousStatus === 'awaiting_approval' && deps.approvals !== undefined) {
+    const waiting = await deps.approvals.list({ runId, state: 'pending' });
+    if (waiting.length > 0 && request.force !== true)
+      throw refuse(
+        runId,
+        'approval_pending',
+        `it waits for approval ${waiting[0]!.id} (${describeCall(waiting[0]!)}). Answer it first: fabric approvals answer ${waiting[0]!.id} approve (or deny); the run then goes on.`,
+      );
+  }
   if (previousStatus === 'max_steps' && request.moreSteps === undefined)
     throw refuse(
       runId,
@@ -90,6 +108,9 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
         previous: lastServer(contents.events, start),
       },
       ...(request.fence === undefined ? {} : { fence: request.fence }),
+      ...(request.onApproval === undefined ? {} : { onApproval: request.onApproval }),
+      ...(request.defaultOnApproval === undefined ? {} : { defaultOnApproval: request.defaultOnApproval }),
+      ...(request.approvalPrompt === undefined ? {} : { approvalPrompt: request.approvalPrompt }),
     });
   } catch (error) {
     // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.

@@ -6,6 +6,8 @@ import type { RunResult } from '../../domain/run-result.ts';
 import type { ModelChoice } from '../models/resolve-model.ts';
 import type { RunObserver } from '../ports.ts';
 import type { ResumeFrom } from './execute-task-input.ts';
+import type { OnApproval } from '../../domain/approvals.ts';
+import type { ApprovalPrompt } from './call-approvals.ts';
 
 /** What a run request carries, from any interface. */
 export interface RunRequest {
@@ -39,6 +41,15 @@ export interface RunRequest {
   readonly fence?: () => Error | undefined;
   /** Goes on with the run `runId` from its runlog instead of starting it (SPEC §18; `RunResumer`). */
   readonly resume?: ResumeFrom;
+  /**
+   * What a call that needs a person's approval does (SPEC §19), given by the caller (`--on-approval`):
+   * over the config's `policy.on_approval`, which is over `defaultOnApproval`.
+   */
+  readonly onApproval?: OnApproval | undefined;
+  /** The channel's own default: a terminal waits, no terminal denies, HTTP, MCP, the daemon and workers park. */
+  readonly defaultOnApproval?: OnApproval | undefined;
+  /** The terminal's prompt, for `wait`. */
+  readonly approvalPrompt?: ApprovalPrompt | undefined;
 }
 
 /** Runs a task end to end; errors before the run starts (bad specialist, workspace, model) are thrown. */

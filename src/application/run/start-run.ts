@@ -4,6 +4,8 @@
  * attach the control plane's mirror, then run the loop (`executeTask`). Every interface and
  * orchestrator starts runs through it; it reaches the world only through the ports below.
  */
+import type { OnApproval } from '../../domain/approvals.ts';
+import type { ApprovalStore } from '../approvals/approval-store.ts';
 import type { InboxReader } from './steering.ts';
 import { runProfileFor } from '../models/run-profile.ts';
 import { type LoadResult, type RunWindow, runWindowFor } from '../models/run-window.ts';
@@ -88,6 +90,9 @@ export interface RunSettings {
   readonly profiles?: Readonly<Record<string, ModelProfile>>;
   /** `llm.context_length`: the window runs want when the profile names none (SPEC §17). */
   readonly contextLength?: number;
+  /** Top-level `policy.on_approval` and `policy.approval_timeout_s` (SPEC §19). */
+  readonly onApproval?: OnApproval | undefined;
+  readonly approvalTimeoutS?: number | undefined;
 }
 
 /** What the run use case reaches the world through. */
@@ -109,6 +114,8 @@ export interface StartRunDeps {
   readonly fingerprints?: (workspace: string, runId: string) => WorkspaceFingerprint;
   /** A run's inbox (SPEC §19, ADR 0019); a resumed run reads what arrives from now on. */
   readonly inboxes?: (runId: string, resumed: boolean) => InboxReader;
+  /** Where approvals and grants are kept (SPEC §19); none: a call that needs one is refused. */
+  readonly approvals?: ApprovalStore;
 }
 
 /** Starts runs: one instance per process, shared by every interface. */
@@ -318,6 +325,24 @@ export class RunStarter {
         ? {}
         : { inbox: this.#deps.inboxes(request.runId, request.resume !== undefined) }),
       ...(request.fence === undefined ? {} : { fence: request.fence }),
+      ...(this.#deps.approvals === undefined
+        ? {}
+        : {
+            approvals: {
+              store: this.#deps.approvals,
+              mode:
+                request.onApproval ??
+                specialistConfig.policy?.on_approval ??
+                settings.onApproval ??
+                request.defaultOnApproval ??
+                // HTTP, MCP, the daemon, workers and embedders: the run parks, nothing waits (SPEC §19).
+                'park',
+              timeoutS: specialistConfig.policy?.approval_timeout_s ?? settings.approvalTimeoutS,
+              specialist: request.specialist,
+              prompt: request.approvalPrompt,
+              now: () => this.#deps.clock.now(),
+            },
+          }),
     });
   }
 }

@@ -11,6 +11,7 @@ import { FabricError } from '../../domain/errors.ts';
 import { cutAt, cutMessage, grownLimit } from './cut-turn.ts';
 import type { AnsweredCall } from './stuck-watch.ts';
 import { type ResultBudget, dispatchToolCall } from './tool-dispatch.ts';
+import type { CallApprovals } from './call-approvals.ts';
 
 /** What one step of the loop came to. The loop handles each kind in an exhaustive switch. */
 export type StepOutcome =
@@ -55,6 +56,8 @@ export interface StepInput {
   /** What one tool result may add, and where a larger one is kept (SPEC §17). */
   readonly budget?: ResultBudget;
   readonly finalTurn: boolean;
+  /** A person's approvals (SPEC §19): asked for a call a rule says `ask` about. */
+  readonly approvals?: CallApprovals | undefined;
   readonly signal: AbortSignal;
   /** Aborts the model turn only (a steer `interrupt`, SPEC §19): the step ends with nothing answered. */
   readonly turnSignal?: AbortSignal;
@@ -260,6 +263,7 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       applyGate: !input.finalTurn,
       onlyFinish: input.finalTurn,
       ...(input.budget === undefined ? {} : { budget: input.budget }),
+      ...(input.approvals === undefined ? {} : { approvals: input.approvals }),
     });
     switch (outcome.kind) {
       case 'answered':

@@ -9,7 +9,9 @@ import {
   type ToolOutput,
   effectOf,
   hasFinishGate,
+  isPolicyChecked,
 } from '../ports.ts';
+import type { CallApprovals } from './call-approvals.ts';
 import { argumentsDigest } from './arguments-digest.ts';
 import { MAX_RESULT_CHARS, cutResult } from './output-budget.ts';
 import type { RunRecorder } from './run-recorder.ts';
@@ -55,6 +57,11 @@ export async function dispatchToolCall(options: {
     readonly reason: 'invalid_json' | 'invalid_arguments' | 'refused';
     readonly message: string;
   };
+  /**
+   * Asks a person about a call a rule says `ask` about (SPEC §19); may park the run (throws
+   * `RunParked`). Without it, such a call is refused as needing an approval nobody can give.
+   */
+  approvals?: CallApprovals | undefined;
 }): Promise<CallOutcome> {
   const { call, tools, recorder, context } = options;
   await recorder.record({
@@ -95,9 +102,22 @@ export async function dispatchToolCall(options: {
   const validation = tool.validate(parsed.value);
   if (!validation.ok)
     return fail('invalid_arguments', `Invalid arguments for ${call.name}: ${validation.message}.`);
+  // Before `tool_started`: a call parked for approval never started, and a resumed run asks again.
+  let runContext = context;
+  let note: string | undefined;
+  const check = isPolicyChecked(tool) ? tool.checkPolicy(validation.value) : undefined;
+  if (options.approvals !== undefined && check !== undefined) {
+    if (check.decision === 'ask') {
+      const decided = await options.approvals.decide(call, check, context.step, context.signal);
+      if (decided.kind === 'refuse') return fail('refused', decided.text);
+      runContext = { ...context, approved: { argv: decided.argv } };
+      note = decided.note;
+    }
+  }
   const effect = effectOf(tool, validation.value);
   // On disk before the effect: a run resumed after a kill knows this call started (SPEC §18).
-  if (hasEffect(effect))
+  // A call a rule denies never starts: the guard refuses it unrun.
+  if (hasEffect(effect) && check?.decision !== 'deny')
     await recorder.record({
       kind: 'tool_started',
       step: context.step,
@@ -107,8 +127,8 @@ export async function dispatchToolCall(options: {
       effect,
     });
   try {
-    const output = await tool.run(validation.value, context);
-    const whole = outputText(output);
+    const output = await tool.run(validation.value, runContext);
+    const whole = note === undefined ? outputText(output) : `${outputText(output)}\n${note}`;
     const budget = options.budget ?? { maxChars: MAX_RESULT_CHARS };
     const keptAt =
       whole.length > budget.maxChars && budget.keep !== undefined

@@ -1,4 +1,4 @@
-import type { SpecialistPack, Tool, ToolContext } from '../../application/ports.ts';
+import type { PolicyCheck, SpecialistPack, Tool, ToolContext } from '../../application/ports.ts';
 import { ToolError } from '../../domain/errors.ts';
 import {
   COMMAND_TOOL,
@@ -67,15 +67,27 @@ export function policyRequest(tool: string, args: unknown): PolicyRequest {
 }
 
 function guardTool(tool: Tool, rules: readonly PlacedRule[]): Tool {
+  const checkPolicy = (args: unknown): PolicyCheck => {
+    const request = policyRequest(tool.spec.name, args);
+    const verdict = decidePolicy(request, rules);
+    // Only a rule decides here: a command no rule names is left to the sandbox's allowlist.
+    return verdict.rule === undefined
+      ? { decision: 'allow', by: verdict.by, request }
+      : { decision: verdict.decision, by: verdict.by, request };
+  };
   const run = async (args: unknown, context: ToolContext) => {
     const request = policyRequest(tool.spec.name, args);
     const verdict = decidePolicy(request, rules);
-    if (verdict.rule !== undefined && verdict.decision !== 'allow') throw refusal(verdict, request);
+    // A person's approval (or a grant) lets an `ask` through; `deny` wins over it (SPEC §19).
+    const approved = verdict.decision === 'ask' && context.approved !== undefined;
+    if (verdict.rule !== undefined && verdict.decision !== 'allow' && !approved)
+      throw refusal(verdict, request);
     return tool.run(args, context);
   };
   return new Proxy(tool, {
     get(target, property) {
       if (property === 'run') return run;
+      if (property === 'checkPolicy') return checkPolicy;
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },

@@ -65,10 +65,19 @@ export class CommandSandbox {
     this.allowed = parseAllowlist(options.allowedCommands);
   }
 
-  /** Parses a model's command string, checks it against the policy, and runs it. */
-  async run(command: string, signal: AbortSignal): Promise<CommandResult> {
+  /**
+   * Parses a model's command string, checks it against the policy, and runs it. `approved`: the
+   * exact argv a person approved (SPEC §19), allowed for this call as an allowlist entry would be.
+   */
+  async run(command: string, signal: AbortSignal, approved?: readonly string[]): Promise<CommandResult> {
     const argv = splitCommand(command);
-    checkCommand(argv, { allowed: this.allowed, root: this.options.root });
+    const allowed =
+      approved !== undefined &&
+      approved.length === argv.length &&
+      approved.every((word, i) => argv[i] === word)
+        ? [...this.allowed, [...approved]]
+        : this.allowed;
+    checkCommand(argv, { allowed, root: this.options.root });
     return this.execute(argv, signal, this.options.outputLimitBytes);
   }
 

@@ -30,6 +30,10 @@ const COMMANDS: Readonly<Record<string, { summary: string; run: Command }>> = {
     summary: 'let a paused run go on',
     run: async (argv, io) => (await import('./commands/steer.ts')).unpauseCommand(argv, io),
   },
+  approvals: {
+    summary: 'list, answer (approve or deny) and revoke the approvals a policy `ask` rule waits for',
+    run: async (argv, io) => (await import('./commands/approvals.ts')).approvalsCommand(argv, io),
+  },
   replay: {
     summary: "show a run's timeline, or re-run its recorded model turns and compare (`--execute`)",
     run: async (argv, io) => (await import('./commands/replay.ts')).replayCommand(argv, io),

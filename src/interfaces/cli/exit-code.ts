@@ -1,4 +1,5 @@
 import { type FabricErrorCode, isFabricErrorCode } from '../../domain/errors.ts';
+import type { RunStatus } from '../../domain/run-result.ts';
 import { EXIT } from './io.ts';
 
 /** The one place error codes become exit codes. */
@@ -17,6 +18,9 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'run_not_live':
     case 'run_finished':
     case 'steer_stale_step':
+    // An approval that names nothing, or has its answer already (SPEC §19).
+    case 'approval_not_found':
+    case 'approval_answered':
     // A battery's workspace over the queue's archive limit: nothing ran.
     case 'workspace_too_large':
       return EXIT.usage;
@@ -35,6 +39,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     case 'model_output_unparseable':
     case 'tool_failed':
     case 'sandbox_violation':
+    // `on_approval: fail`: a call needed a person's approval, and the run ended there.
+    case 'approval_required':
     // Asked not to wait for another run's workspace: this run did not start.
     case 'workspace_busy':
     // The runlog could not be written (a full disk): the run stopped where its record did.
@@ -57,7 +63,7 @@ export function exitCodeForFailedRun(error: { readonly code: string } | null): n
 
 /** The exit code of a run that ended (`fabric run`, `fabric resume`): its status, and a failure's code. */
 export function exitCodeForRun(result: {
-  readonly status: 'succeeded' | 'max_steps' | 'cancelled' | 'interrupted' | 'failed';
+  readonly status: RunStatus;
   readonly error: { readonly code: string } | null;
 }): number {
   switch (result.status) {
@@ -68,6 +74,8 @@ export function exitCodeForRun(result: {
     case 'cancelled':
     case 'interrupted':
       return EXIT.cancelled;
+    case 'awaiting_approval':
+      return EXIT.awaitingApproval;
     case 'failed':
       return exitCodeForFailedRun(result.error);
   }

@@ -25,5 +25,7 @@ export const EXIT = {
   usage: 2,
   maxSteps: 3,
   noModel: 4,
+  /** The run parked on an approval (SPEC §19): it goes on once answered. */
+  awaitingApproval: 5,
   cancelled: 130,
 } as const;

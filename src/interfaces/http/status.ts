@@ -15,6 +15,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'not_found':
     case 'specialist_unknown':
     case 'run_not_found':
+    case 'approval_not_found':
       return 404;
     case 'run_not_active':
     case 'run_cancelled':
@@ -23,6 +24,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'run_not_live':
     case 'run_finished':
     case 'steer_stale_step':
+    case 'approval_answered':
       return 409;
     case 'payload_too_large':
     case 'workspace_too_large':
@@ -30,6 +32,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'runlog_corrupt':
     case 'run_stuck':
     case 'model_output_unparseable':
+    case 'approval_required':
     case 'context_too_small':
       return 422;
     case 'backend_error':

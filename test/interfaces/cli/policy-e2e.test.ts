@@ -147,8 +147,15 @@ describe('policy.rules (SPEC §19)', () => {
     const refusals = events.flatMap((event) => (event.kind === 'security_event' ? [event] : []));
     expect(refusals.map((event) => [event.event_type, event.rule, event.resolved])).toEqual([
       ['policy', 'policy_deny', 'specialists.rust.policy.rules[1]'],
-      ['policy', 'needs_approval', 'policy.rules[1]'],
       ['policy', 'policy_deny', 'specialists.rust.policy.rules[0]'],
+    ]);
+    // Asked, and (no terminal: on_approval deny) refused at once, recorded as nobody's answer.
+    const asked = events.filter(
+      (event) => event.kind === 'approval_requested' || event.kind === 'approval_decided',
+    );
+    expect(asked).toMatchObject([
+      { kind: 'approval_requested', argv: ['cargo', 'metadata', '--no-deps'], on_approval: 'deny' },
+      { kind: 'approval_decided', state: 'denied', channel: 'on_approval' },
     ]);
   });
 });

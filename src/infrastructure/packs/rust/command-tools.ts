@@ -17,7 +17,8 @@ export function commandTools(sandbox: CommandSandbox, allowedCommands: readonly 
       // Only allowlisted commands run: a cargo command builds, tests or checks (twice is as once);
       // anything else the allowlist lets through may do what it likes (SPEC §18).
       effect: (args) => (args.command.trim().split(/\s+/)[0] === 'cargo' ? 'idempotent' : 'external'),
-      run: async (args, context) => describeRun(await sandbox.run(args.command, context.signal)),
+      run: async (args, context) =>
+        describeRun(await sandbox.run(args.command, context.signal, context.approved?.argv)),
     }),
     defineTool({
       name: 'cargo_check',

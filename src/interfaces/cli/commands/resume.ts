@@ -8,6 +8,7 @@ import { type CliIo, EXIT } from '../io.ts';
 import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
+import { onApprovalFlag } from './run.ts';
 
 export const RESUME_HELP = `Usage: fabric resume RUN [--max-steps N] [--force] [--json]
 
@@ -25,6 +26,8 @@ Options:
                           default: what the run's limit left)
       --force             go on although the config or the specialist's pack changed since
                           the run started, or its process is on another machine
+      --on-approval MODE  as fabric run: wait, park, deny or fail (a run parked on an approval
+                          goes on here once it is answered: fabric approvals answer)
       --repo DIR          find RUN among a daemon's runs in this repository too (default: the
                           current directory's)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
@@ -47,6 +50,7 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
   const { values, positionals } = parseCommandArgs('resume', argv, {
     'max-steps': { type: 'string' },
     force: { type: 'boolean' },
+    'on-approval': { type: 'string' },
     repo: { type: 'string' },
     config: { type: 'string', short: 'c' },
     json: { type: 'boolean' },
@@ -79,6 +83,8 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
       run,
       moreSteps,
       force: values.force === true,
+      onApproval: onApprovalFlag(values['on-approval']),
+      defaultOnApproval: 'deny',
       observers: [new ProgressReporter(io.stderr, style, { showReasoning: false })],
       signal: io.signal,
       onNotice: (message) => io.stderr.write(style.dim(`${message}\n`)),

@@ -9,6 +9,8 @@ import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
 import { readTask } from '../task-input.ts';
+import { ON_APPROVAL, type OnApproval } from '../../../domain/approvals.ts';
+import { FabricError } from '../../../domain/errors.ts';
 
 export const RUN_HELP = `Usage: fabric run --specialist NAME [options] "TASK"
        fabric run --specialist NAME [options] -        (the task from stdin)
@@ -28,10 +30,14 @@ Options:
       --show-reasoning    print the model's reasoning whole (default: one dim line a turn)
       --events jsonl      stream the run's events (the runlog's lines) to stdout as they
                           happen, one JSON object a line; with --json the RunResult follows
+      --on-approval MODE  what a call a policy \`ask\` rule names does (SPEC §19): wait (for an
+                          answer here or from \`fabric approvals answer\`), park (the run stops
+                          as awaiting_approval; exit 5), deny (the model is told), or fail
+                          (default: policy.on_approval, else deny; wait on a terminal)
   -h, --help              show this help
 
 Exit codes: 0 succeeded · 1 failed · 2 usage or config error · 3 max_steps reached
-            4 no usable model or backend · 130 cancelled (Ctrl-C)
+            4 no usable model or backend · 5 parked awaiting approval · 130 cancelled (Ctrl-C)
 
 Examples:
   fabric run --specialist rust --workspace ./my-compositor "Add damage tracking to Output"
@@ -50,6 +56,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     json: { type: 'boolean' },
     events: { type: 'string' },
     'show-reasoning': { type: 'boolean' },
+    'on-approval': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -68,6 +75,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     return EXIT.usage;
   }
   const maxSteps = positiveInt('--max-steps', values['max-steps']);
+  const onApproval = onApprovalFlag(values['on-approval']);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   // The run checks it before the model is chosen: a wrong path is a usage error (exit 2),
   // whatever the backend says.
@@ -96,6 +104,8 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       workspace,
       model: values.model,
       maxSteps,
+      onApproval,
+      defaultOnApproval: 'deny',
       observers: [
         new ProgressReporter(io.stderr, style, { showReasoning: values['show-reasoning'] === true }),
         ...(values.events === 'jsonl' ? [eventLines(io)] : []),
@@ -122,4 +132,12 @@ function eventLines(io: CliIo): RunObserver {
     onText: () => {},
     onToolCallStarted: () => {},
   };
+}
+
+/** `--on-approval`: one of the modes of SPEC §19, or a usage error. */
+export function onApprovalFlag(value: string | undefined): OnApproval | undefined {
+  if (value === undefined) return undefined;
+  if (!ON_APPROVAL.includes(value as OnApproval))
+    throw new FabricError('usage', `--on-approval takes ${ON_APPROVAL.join(', ')}, not "${value}".`);
+  return value as OnApproval;
 }

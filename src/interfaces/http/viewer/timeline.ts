@@ -142,6 +142,18 @@ function item(event: RunEvent): SafeHtml {
         'warn',
         html`<span class="kind">✉ ${event.mode === 'interrupt' ? 'Interrupted' : 'Steered'}</span> <span class="meta">after step ${event.after_step} · via ${event.channel}</span><pre>${clip(event.text, SHOWN_CHARS)}</pre>`,
       );
+    case 'approval_requested':
+      return li(
+        event,
+        'warn',
+        html`<span class="kind">? Approval asked</span> <span class="meta">${event.approval_id} · ${event.rule} · ${event.on_approval}</span><pre>${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${event.path}`}` : event.argv.join(' ')}</pre>`,
+      );
+    case 'approval_decided':
+      return li(
+        event,
+        event.state === 'approved' ? 'good' : 'warn',
+        html`<span class="kind">${event.state === 'approved' ? '✓ Approved' : event.state === 'denied' ? '✗ Denied' : event.state === 'expired' ? '⌛ Expired' : '✗ Cancelled'}</span> <span class="meta">${event.approval_id} · via ${event.channel}${event.by === undefined ? '' : ` (${event.by})`} · ${event.scope}${event.pattern === undefined ? '' : ` · ${event.pattern}`}</span>${event.message === undefined ? '' : html`<pre>${clip(event.message, SHOWN_CHARS)}</pre>`}`,
+      );
     case 'run_paused':
       return li(
         event,

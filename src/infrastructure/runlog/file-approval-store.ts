@@ -1,0 +1,267 @@
+/**
+ * Approvals and grants as files under the runs directory (SPEC §19, ADR 0017):
+ * `<runsDir>/.approvals/<id>.json` the request, `<id>.answer.json` its answer, and
+ * `grants/<id>.json` with `<id>.revoked.json`. A request is written whole (a temporary file
+ * renamed into place); an answer and a revocation are created exclusively (`wx`), so of two
+ * processes answering at once exactly one wins and the other gets `approval_answered`. Any
+ * process with the runs directory reads and answers them: `fabric serve`, a worker, the CLI.
+ */
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type {
+  ApprovalFilter,
+  ApprovalStore,
+  GrantFilter,
+} from '../../application/approvals/approval-store.ts';
+import {
+  type ApprovalAnswer,
+  type ApprovalRecord,
+  type Grant,
+  grantHolds,
+  stateAt,
+} from '../../domain/approvals.ts';
+import { FabricError, errorMessage } from '../../domain/errors.ts';
+
+export const APPROVALS_DIR = '.approvals';
+
+export class FileApprovalStore implements ApprovalStore {
+  readonly #dir: string;
+  readonly #now: () => Date;
+
+  constructor(runsDir: string, now: () => Date = () => new Date()) {
+    this.#dir = join(resolve(runsDir), APPROVALS_DIR);
+    this.#now = now;
+  }
+
+  get location(): string {
+    return this.#dir;
+  }
+
+  async create(record: ApprovalRecord): Promise<void> {
+    await this.#ensure(join(this.#dir, 'grants'));
+    await writeWhole(join(this.#dir, `${record.id}.json`), record);
+  }
+
+  async get(id: string): Promise<ApprovalRecord | undefined> {
+    const full = await this.#resolveId(id, await this.#requestIds(), 'approval');
+    return full === undefined ? undefined : this.#read(full);
+  }
+
+  async forCall(runId: string, callId: string): Promise<ApprovalRecord | undefined> {
+    return (await this.list({ runId })).find((record) => record.call_id === callId);
+  }
+
+  async list(filter: ApprovalFilter = {}): Promise<ApprovalRecord[]> {
+    const records: ApprovalRecord[] = [];
+    for (const id of await this.#requestIds()) {
+      const record = await this.#read(id);
+      if (record === undefined) continue;
+      if (filter.runId !== undefined && record.run_id !== filter.runId) continue;
+      if (filter.state !== undefined && record.state !== filter.state) continue;
+      records.push(record);
+    }
+    return records.sort((a, b) => b.requested_at.localeCompare(a.requested_at) || b.id.localeCompare(a.id));
+  }
+
+  async answer(id: string, answer: ApprovalAnswer): Promise<ApprovalRecord> {
+    const full = await this.#resolveId(id, await this.#requestIds(), 'approval');
+    const record = full === undefined ? undefined : await this.#read(full);
+    if (record === undefined) throw notFound('approval', id);
+    if (record.state !== 'pending' && !(record.state === 'expired' && answer.state === 'expired'))
+      throw answered(record);
+    if (record.state === 'expired' && answer.state !== 'expired') {
+      // Past its expiry: the expiry is written (once) and the late answer refused.
+      await this.#writeAnswer(record, expiryOf(record)).catch(() => {});
+      throw answered({ ...record, state: 'expired', answer: expiryOf(record) });
+    }
+    try {
+      await writeFile(join(this.#dir, `${record.id}.answer.json`), `${JSON.stringify(answer)}\n`, {
+        flag: 'wx',
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+        const now = await this.#read(record.id);
+        throw answered(now ?? record);
+      }
+      throw unwritable(this.#dir, error);
+    }
+    if (answer.state === 'approved' && answer.scope !== 'once') await this.#grant(record, answer);
+    return { ...record, state: answer.state, answer };
+  }
+
+  async grants(filter: GrantFilter = {}): Promise<Grant[]> {
+    const now = this.#now();
+    const grants: Grant[] = [];
+    for (const id of await this.#grantIds()) {
+      const grant = await this.#readGrant(id);
+      if (grant === undefined) continue;
+      if (filter.specialist !== undefined && grant.specialist !== filter.specialist) continue;
+      if (filter.all !== true && !grantHolds(grant, grant.run_id ?? '', grant.specialist, now)) continue;
+      grants.push(grant);
+    }
+    return grants.sort((a, b) => b.created_at.localeCompare(a.created_at));
+  }
+
+  async revoke(id: string, at: string): Promise<Grant> {
+    const full = await this.#resolveId(id, await this.#grantIds(), 'grant');
+    const grant = full === undefined ? undefined : await this.#readGrant(full);
+    if (grant === undefined) throw notFound('grant', id);
+    if (grant.revoked_at !== undefined) return grant;
+    try {
+      await writeFile(join(this.#dir, 'grants', `${grant.id}.revoked.json`), `${JSON.stringify({ at })}\n`, {
+        flag: 'wx',
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw unwritable(this.#dir, error);
+    }
+    return (await this.#readGrant(grant.id)) ?? { ...grant, revoked_at: at };
+  }
+
+  async #grant(record: ApprovalRecord, answer: ApprovalAnswer): Promise<void> {
+    const pattern = record.proposals[answer.pattern] ?? record.proposals[0];
+    if (pattern === undefined) return;
+    const grant: Grant = {
+      id: `grt_${record.id.replace(/^apr_/, '')}`,
+      scope: answer.scope === 'run' ? 'run' : 'specialist',
+      specialist: record.specialist,
+      ...(answer.scope === 'run' ? { run_id: record.run_id } : {}),
+      pattern,
+      approval_id: record.id,
+      created_at: answer.at,
+      ...(answer.grant_expires_at === undefined ? {} : { expires_at: answer.grant_expires_at }),
+    };
+    await this.#ensure(join(this.#dir, 'grants'));
+    await writeWhole(join(this.#dir, 'grants', `${grant.id}.json`), grant);
+  }
+
+  async #writeAnswer(record: ApprovalRecord, answer: ApprovalAnswer): Promise<void> {
+    await writeFile(join(this.#dir, `${record.id}.answer.json`), `${JSON.stringify(answer)}\n`, {
+      flag: 'wx',
+    });
+  }
+
+  async #read(id: string): Promise<ApprovalRecord | undefined> {
+    const record = await readJson<ApprovalRecord>(join(this.#dir, `${id}.json`));
+    if (record === undefined) return undefined;
+    const answer = await readJson<ApprovalAnswer>(join(this.#dir, `${id}.answer.json`));
+    if (answer !== undefined) return { ...record, state: answer.state, answer };
+    const state = stateAt(record, this.#now());
+    return state === 'expired' ? { ...record, state, answer: expiryOf(record) } : record;
+  }
+
+  async #readGrant(id: string): Promise<Grant | undefined> {
+    const grant = await readJson<Grant>(join(this.#dir, 'grants', `${id}.json`));
+    if (grant === undefined) return undefined;
+    const revoked = await readJson<{ at: string }>(join(this.#dir, 'grants', `${id}.revoked.json`));
+    return revoked === undefined ? grant : { ...grant, revoked_at: revoked.at };
+  }
+
+  async #requestIds(): Promise<string[]> {
+    return (await listDir(this.#dir))
+      .filter((name) => name.startsWith('apr_') && name.endsWith('.json') && !name.endsWith('.answer.json'))
+      .map((name) => name.slice(0, -'.json'.length));
+  }
+
+  async #grantIds(): Promise<string[]> {
+    return (await listDir(join(this.#dir, 'grants')))
+      .filter((name) => name.startsWith('grt_') && name.endsWith('.json') && !name.endsWith('.revoked.json'))
+      .map((name) => name.slice(0, -'.json'.length));
+  }
+
+  async #resolveId(
+    id: string,
+    ids: readonly string[],
+    what: 'approval' | 'grant',
+  ): Promise<string | undefined> {
+    if (ids.includes(id)) return id;
+    const matches = ids.filter((candidate) => candidate.startsWith(id));
+    if (matches.length > 1)
+      throw new FabricError(
+        'usage',
+        `"${id}" is the start of ${matches.length} ${what} ids (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', …' : ''}): give more of it.`,
+      );
+    return matches[0];
+  }
+
+  async #ensure(dir: string): Promise<void> {
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (error) {
+      throw unwritable(dir, error);
+    }
+  }
+}
+
+/** The answer an approval past its `expires_at` has: expired, by nobody. */
+export function expiryOf(record: ApprovalRecord): ApprovalAnswer {
+  return {
+    state: 'expired',
+    scope: 'once',
+    pattern: 0,
+    channel: 'timeout',
+    at: record.expires_at ?? new Date().toISOString(),
+  };
+}
+
+function answered(record: ApprovalRecord): FabricError {
+  const answer = record.answer;
+  const how =
+    answer === undefined
+      ? record.state
+      : `${answer.state}${answer.state === 'expired' ? ` at ${answer.at}` : ` through ${answer.channel} at ${answer.at}`}`;
+  return new FabricError(
+    'approval_answered',
+    `Approval ${record.id} already has its answer (${how}); a second answer changes nothing. ` +
+      `See it with: fabric approvals list --run ${record.run_id}`,
+    { details: { approval: record.id, state: record.state } },
+  );
+}
+
+function notFound(what: 'approval' | 'grant', id: string): FabricError {
+  return new FabricError(
+    'approval_not_found',
+    `No ${what} "${id}" in this runs directory. List them with: fabric approvals list${what === 'grant' ? ' --grants' : ''}`,
+    { details: { [what]: id } },
+  );
+}
+
+function unwritable(dir: string, error: unknown): FabricError {
+  return new FabricError(
+    'runlog_unwritable',
+    `Cannot write approvals under ${dir}: ${errorMessage(error)}. The runs directory must be writable by this user.`,
+    { cause: error },
+  );
+}
+
+async function writeWhole(path: string, value: unknown): Promise<void> {
+  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    await writeFile(temporary, `${JSON.stringify(value)}\n`);
+    await rename(temporary, path);
+  } catch (error) {
+    throw unwritable(path, error);
+  }
+}
+
+async function readJson<T>(path: string): Promise<T | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    // A file cut by a full disk: treated as not there (an answer is then asked again).
+    return undefined;
+  }
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch {
+    return [];
+  }
+}
