@@ -9,6 +9,7 @@ import { mcpHandler } from './mcp-route.ts';
 import { RunHub } from './run-hub.ts';
 import { batteryRoutes } from './routes-batteries.ts';
 import { daemonRoutes } from './routes-daemon.ts';
+import { approvalRoutes } from './routes-approvals.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
 import { httpStatusFor } from './status.ts';
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
   app.route('/v1/batteries', batteryRoutes({ fabric: deps.fabric, batteries, log }));
+  app.route('/v1', approvalRoutes(deps.fabric, { log }));
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));
   return app;

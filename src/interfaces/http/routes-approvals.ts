@@ -1,0 +1,107 @@
+/**
+ * `/v1/approvals` and `/v1/grants` (SPEC §19, ADR 0017): the approvals a policy `ask` rule waits
+ * for, answered here as through every other channel (the first answer wins; a second gets 409),
+ * and the grants a lasting answer leaves. `onAnswered` hears each answer given here (the server
+ * resumes a parked run with it).
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import { answerApproval } from '../../application/approvals/answer-approval.ts';
+import type { ApprovalRecord, ApprovalState } from '../../domain/approvals.ts';
+import type { Fabric } from '../../composition/fabric.ts';
+import { ApiError } from './api-error.ts';
+import { FabricError } from '../../domain/errors.ts';
+import type { AuthVariables } from './auth.ts';
+import { readJson, validateBody } from './bodies.ts';
+
+export const AnswerBody = v.strictObject({
+  decision: v.picklist(['approve', 'deny']),
+  scope: v.optional(v.picklist(['once', 'run', 'specialist'])),
+  /** Index into the approval's `proposals`; default 0 (the exact call). */
+  pattern: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  message: v.optional(v.pipe(v.string(), v.maxLength(4000))),
+  /** Seconds a lasting grant holds; default until revoked. */
+  expires_in_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Who answers, as the client names them (shown in approval_decided). */
+  by: v.optional(v.pipe(v.string(), v.maxLength(200))),
+});
+
+const STATES: readonly string[] = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'all'];
+const ID = /^(apr|grt)_[A-Za-z0-9]{1,40}$/;
+
+export function approvalRoutes(
+  fabric: Fabric,
+  options: {
+    readonly log: (line: string) => void;
+    /** The channel answers here are recorded as (`http`, or `viewer` for the viewer's own route). */
+    readonly onAnswered?: (record: ApprovalRecord) => void;
+  },
+): Hono<{ Variables: AuthVariables }> {
+  const app = new Hono<{ Variables: AuthVariables }>();
+  const store = fabric.approvals;
+
+  app.get('/approvals', async (c) => {
+    const state = c.req.query('state') ?? 'pending';
+    if (!STATES.includes(state))
+      throw new ApiError('invalid_request', `state must be one of ${STATES.join(', ')}; got "${state}".`);
+    const run = c.req.query('run');
+    const approvals = await store.list({
+      state: state === 'all' ? undefined : (state as ApprovalState),
+      runId: run,
+    });
+    return c.json({ approvals });
+  });
+
+  app.get('/approvals/:id', async (c) => {
+    const id = idParam(c.req.param('id'));
+    const record = await store.get(id);
+    if (record === undefined)
+      throw new ApiError(
+        'approval_not_found',
+        `No approval "${id}". GET /v1/approvals lists the pending ones.`,
+      );
+    return c.json(record);
+  });
+
+  app.post('/approvals/:id', async (c) => {
+    const id = idParam(c.req.param('id'));
+    const body = validateBody(AnswerBody, await readJson(c.req.raw));
+    const channel = c.req.header('x-fabric-viewer') === '1' ? 'viewer' : 'http';
+    const record = await answerApproval(
+      store,
+      id,
+      {
+        decision: body.decision,
+        scope: body.scope,
+        pattern: body.pattern,
+        message: body.message,
+        expiresInS: body.expires_in_s,
+        channel,
+        by: body.by,
+      },
+      new Date(),
+    );
+    options.log(`approval ${record.id} ${record.state} (${channel}) for run ${record.run_id}`);
+    options.onAnswered?.(record);
+    return c.json(record);
+  });
+
+  app.get('/grants', async (c) => {
+    const all = c.req.query('state') === 'all';
+    return c.json({ grants: await store.grants({ all, specialist: c.req.query('specialist') }) });
+  });
+
+  app.delete('/grants/:id', async (c) => {
+    const grant = await store.revoke(idParam(c.req.param('id')), new Date().toISOString());
+    options.log(`grant ${grant.id} revoked`);
+    return c.json(grant);
+  });
+
+  return app;
+}
+
+function idParam(id: string): string {
+  if (!ID.test(id))
+    throw new ApiError('invalid_request', `"${id}" is not an approval or grant id (apr_… or grt_…).`);
+  return id;
+}
