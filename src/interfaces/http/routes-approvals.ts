@@ -56,7 +56,7 @@ export function approvalRoutes(
     const id = idParam(c.req.param('id'));
     const record = await store.get(id);
     if (record === undefined)
-      throw new ApiError(
+      throw new FabricError(
         'approval_not_found',
         `No approval "${id}". GET /v1/approvals lists the pending ones.`,
       );
