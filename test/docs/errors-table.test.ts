@@ -131,6 +131,8 @@ describe('docs/errors.md, code by code', () => {
           })),
         },
         { match: 'STUCK', script: [...Array.from({ length: 8 }, () => SAME_CALL), STUCK_REPORT] },
+        // A call a policy ask rule names, in a run whose on_approval is fail (SPEC §19).
+        { match: 'APPROVAL', script: [SAME_CALL] },
       ],
     });
     ollama = await startFakeLlmServer({ flavor: 'ollama', models: [{ id: NO_TOOLS, toolUse: false }] });
@@ -145,8 +147,41 @@ describe('docs/errors.md, code by code', () => {
         units: { builder: `${EXAMPLE_PACK}#buildPack`, description: 'unit conversions' },
         broken: { builder: './no-such-pack.ts#buildPack' },
         elsewhere: { builder: `${EXAMPLE_PACK}#buildPack`, workspace: './no-such-dir' },
+        asking: {
+          builder: `${EXAMPLE_PACK}#buildPack`,
+          policy: { rules: [{ tool: 'convert_units', decision: 'ask' }] },
+        },
       },
     });
+    // An approval already answered (SPEC §19): a second answer is refused.
+    const approvals = join(sandbox.runsDir, '.approvals');
+    await mkdir(approvals, { recursive: true });
+    await writeFile(
+      join(approvals, 'apr_answered01.json'),
+      JSON.stringify({
+        id: 'apr_answered01',
+        run_id: 'done-run',
+        specialist: 'units',
+        step: 1,
+        call_id: 'call_1',
+        tool: 'convert_units',
+        arguments: '{}',
+        rule: 'policy.rules[0] (convert_units: ask)',
+        requested_at: '2026-01-01T00:00:00Z',
+        proposals: [],
+        state: 'pending',
+      }),
+    );
+    await writeFile(
+      join(approvals, 'apr_answered01.answer.json'),
+      JSON.stringify({
+        state: 'denied',
+        scope: 'once',
+        pattern: 0,
+        channel: 'cli',
+        at: '2026-01-01T00:01:00Z',
+      }),
+    );
     await writeFile(
       join(sandbox.dir, 'bad.yaml'),
       stringify({ specialists: { units: { max_steps: 'many' } } }),
@@ -268,6 +303,25 @@ describe('docs/errors.md, code by code', () => {
       ]),
       await post('/v1/runs/live-run/messages', { text: 'look at damage.rs', expected_step: 7 }),
     ],
+    // Approvals (SPEC §19): one that does not exist, one already answered, and a run that ends on
+    // a call needing one because its on_approval is fail.
+    approval_not_found: async () => [
+      await cli(['approvals', 'answer', 'apr_nothing', 'approve', '--json', '--config', sandbox.configPath]),
+      await post('/v1/approvals/apr_nothing', { decision: 'approve' }),
+    ],
+    approval_answered: async () => [
+      await cli([
+        'approvals',
+        'answer',
+        'apr_answered01',
+        'approve',
+        '--json',
+        '--config',
+        sandbox.configPath,
+      ]),
+      await post('/v1/approvals/apr_answered01', { decision: 'approve' }),
+    ],
+    approval_required: async () => [await run('asking', 'APPROVAL', '--on-approval', 'fail')],
     // A finished run sent to a receiver that is not there.
     telemetry_export_failed: async () => [
       await cli([

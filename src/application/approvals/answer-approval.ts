@@ -25,12 +25,14 @@ export async function answerApproval(
       { details: { approval: id } },
     );
   const scope = input.scope ?? 'once';
+  // Answered already (or expired): the store says so (approval_answered), whatever this answer is.
+  const settled = record.state !== 'pending';
   if (!GRANT_SCOPES.includes(scope))
     throw new FabricError('usage', `Unknown scope "${scope}": use once, run or specialist.`);
   if (input.decision === 'deny' && scope !== 'once')
     throw new FabricError('usage', 'A denial is for this call only: leave out the scope (or give once).');
   const pattern = input.pattern ?? 0;
-  if (!Number.isInteger(pattern) || pattern < 0 || pattern >= record.proposals.length)
+  if (!settled && (!Number.isInteger(pattern) || pattern < 0 || pattern >= record.proposals.length))
     throw new FabricError(
       'usage',
       `Pattern ${pattern} is not one the fabric proposed for ${record.id}; the patterns are: ${record.proposals
