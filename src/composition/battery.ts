@@ -16,7 +16,7 @@ import type { CellReports } from '../application/queue/queue-ports.ts';
 import { loadBatteryFile } from '../config/battery-file.ts';
 import { fileBatteryPaths } from '../infrastructure/battery/battery-paths.ts';
 import { BatteryStateFiles } from '../infrastructure/battery/battery-state-file.ts';
-import { sandboxCommandPolicy } from '../infrastructure/battery/expect-command-policy.ts';
+import { sandboxCommandPolicy, shellAllowlist } from '../infrastructure/battery/expect-command-policy.ts';
 import { SandboxExpectChecks } from '../infrastructure/battery/expect-checks.ts';
 import { systemClock } from '../infrastructure/clock.ts';
 import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
@@ -27,7 +27,12 @@ import type { Fabric } from './fabric.ts';
 
 /** A specialist's `expect` checks: its sandbox (the rust pack's defaults included) and allowlist. */
 function checksFor(fabric: Fabric, specialist: string): SandboxExpectChecks {
-  return new SandboxExpectChecks(specialistSandbox(fabric.registry.config(specialist)));
+  const config = fabric.registry.config(specialist);
+  // As the model's shell runs them: the allowlist and the commands allow rules name (SPEC §19).
+  return new SandboxExpectChecks({
+    ...specialistSandbox(config),
+    allowed_commands: shellAllowlist(config, fabric.config.policy.rules),
+  });
 }
 
 /** The ports of a battery session, on this fabric: its runs, models, control store and queue. */
@@ -54,7 +59,7 @@ export function batteryPorts(fabric: Fabric): BatterySessionPorts {
     states: new BatteryStateFiles(config.runs_dir),
     loadFile: loadBatteryFile,
     paths: fileBatteryPaths,
-    commands: sandboxCommandPolicy,
+    commands: sandboxCommandPolicy(config.policy.rules),
     checksFor: (specialist) => checksFor(fabric, specialist),
     // The runs directory is never copied into a cell (it may sit inside the workspace).
     workspacesFor: (workspace) => new WorkspaceCopies(workspace ?? '.', [config.runs_dir]),

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import type { BatteryState } from '../../../src/application/battery/battery-types.ts';
 import { unitsResponder } from '../../support/battery-fakes.ts';
 import { EXAMPLE_PACK, makeSandbox, type Sandbox, spawnFabric, testEnv } from '../../support/fabric-cli.ts';
@@ -410,6 +410,26 @@ describe('fabric battery over two LM Studio servers', () => {
       expect.stringMatching(/^ {2}- line \d+: repet: unknown key\. Did you mean "repeat"\?$/),
     ]);
     expect(await runIds()).toEqual([]);
+  });
+
+  it("takes the commands policy allow rules name as the model's shell does (SPEC §19)", async () => {
+    const config = parse(await readFile(sandbox.configPath, 'utf8')) as Record<string, unknown>;
+    await writeFile(
+      sandbox.configPath,
+      stringify({ ...config, policy: { rules: [{ tool: 'shell', command: 'wc -l', decision: 'allow' }] } }),
+    );
+    const file = await writeBattery({
+      repet: 2,
+      tasks: [{ id: 'a', task: 'x', expect: { commands: ['wc -l notes.txt', 'wc -c notes.txt'] } }],
+    });
+    const result = await battery([file]);
+    expect(result.exitCode).toBe(2);
+    const problems = result.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    // `wc -l` is allowed by the rule; `wc -c` is not, and the allowed commands named include the rule's.
+    expect(problems).toEqual([
+      expect.stringMatching(/^ {2}- line \d+: tasks\[0\]\.expect\.commands\[1\]: .*allows: grep, wc -l/),
+      expect.stringMatching(/^ {2}- line \d+: repet: unknown key/),
+    ]);
   });
 
   it('takes `--models available`: every tool-capable model the servers have', async () => {
