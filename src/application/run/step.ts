@@ -64,6 +64,9 @@ export interface StepInput {
   addUsage(usage: Usage): void;
 }
 
+const INTERRUPTED_NOTE =
+  'Not run: a person interrupted this step with a message (it follows). Read it before you go on.';
+
 const EMPTY_REPLY_NUDGE =
   'Your reply had no text and no tool call. Call one of the tools, or call finish_task with your result.';
 
@@ -236,12 +239,22 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
     ...(input.passReasoningBack === true && reasoning.trim() !== '' ? { reasoning } : {}),
   };
   conversation.messages.push(assistant);
-  const context = { runId: input.runId, step, signal: input.signal };
+  // A steer `interrupt` (SPEC §19) stops the command running too; the calls after it are not run.
+  const interrupt = input.turnSignal;
+  const context = {
+    runId: input.runId,
+    step,
+    signal: interrupt === undefined ? input.signal : AbortSignal.any([input.signal, interrupt]),
+  };
   const answered: AnsweredCall[] = [];
   for (const { call, problem, overescaped } of stored) {
+    const interrupted = interrupt?.aborted === true;
     const outcome = await dispatchToolCall({
       call,
-      ...(cutNote !== undefined
+      runSignal: input.signal,
+      ...(interrupted
+        ? { problem: { reason: 'refused', message: INTERRUPTED_NOTE } as const }
+        : cutNote !== undefined
         ? { problem: { reason: 'refused', message: cutNote } as const }
         : problem !== undefined
           ? {

@@ -62,6 +62,11 @@ export async function dispatchToolCall(options: {
    * `RunParked`). Without it, such a call is refused as needing an approval nobody can give.
    */
   approvals?: CallApprovals | undefined;
+  /**
+   * The run's own signal, when `context.signal` also aborts on a person's `interrupt` (SPEC §19):
+   * an interrupted call is stopped and answered, and only the run's abort ends the run.
+   */
+  runSignal?: AbortSignal;
 }): Promise<CallOutcome> {
   const { call, tools, recorder, context } = options;
   await recorder.record({
@@ -108,7 +113,12 @@ export async function dispatchToolCall(options: {
   const check = isPolicyChecked(tool) ? tool.checkPolicy(validation.value) : undefined;
   if (options.approvals !== undefined && check !== undefined) {
     if (check.decision === 'ask') {
-      const decided = await options.approvals.decide(call, check, context.step, context.signal);
+      const decided = await options.approvals.decide(
+        call,
+        check,
+        context.step,
+        options.runSignal ?? context.signal,
+      );
       if (decided.kind === 'refuse') return fail('refused', decided.text);
       runContext = { ...context, approved: { argv: decided.argv } };
       note = decided.note;
@@ -149,7 +159,14 @@ export async function dispatchToolCall(options: {
     });
     return answer(call, result);
   } catch (error) {
-    if (context.signal.aborted) throw error;
+    if (context.signal.aborted && (options.runSignal === undefined || options.runSignal.aborted)) throw error;
+    if (context.signal.aborted)
+      return fail(
+        'failed',
+        `Stopped: a person interrupted this step with a message (it follows), so ${call.name} was cancelled before it finished; what it did may be partial. ${
+          error instanceof ToolError ? error.message : errorMessage(error)
+        }`,
+      );
     if (error instanceof ToolError && error.securityEvent) {
       const event = error.securityEvent;
       await recorder.record({

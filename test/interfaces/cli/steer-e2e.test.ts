@@ -3,6 +3,8 @@ import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../su
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { KilledRuns, PATIENCE, sentMessages } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
+import { readdir } from 'node:fs/promises';
+import { exampleCrate, rustSandbox } from '../../support/rust-run.ts';
 
 /**
  * SPEC §19 steering, end to end: a plain `fabric run` process owns the run; `fabric steer` in
@@ -78,5 +80,50 @@ describe('fabric steer to a plain fabric run', () => {
     const ended = await cli(['steer', runId, 'anything']);
     expect(ended.exitCode).toBe(2);
     expect(ended.stderr).toContain('has ended (succeeded)');
+  }, 240_000);
+
+  it('--interrupt stops a command that is running: it is killed, answered as stopped, and the message follows', async () => {
+    sandbox = await rustSandbox({}, ['sleep']);
+    const workspace = await exampleCrate();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [
+        { reply: { toolCalls: [{ name: 'shell', arguments: { command: 'sleep 600' } }] } },
+        { reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Stopped waiting.' } }] } },
+      ],
+    });
+    const env = testEnv(sandbox, llm.url);
+    runs = new KilledRuns(sandbox, env);
+    const child = runs.spawn(['--specialist', 'rust', '--workspace', workspace, 'Wait for the build']);
+    const owner = runs;
+    let runId = '';
+    // The command has started (its tool_started is on disk before it runs).
+    await vi.waitFor(async () => {
+      [runId = ''] = (await readdir(sandbox?.runsDir ?? '').catch(() => [])).filter(
+        (name) => !name.startsWith('.'),
+      );
+      expect((await owner.events(runId)).some((event) => event.kind === 'tool_started')).toBe(true);
+    }, PATIENCE);
+    const text = 'Do not wait for it: the build is done.';
+    const sent = await runFabricInProcess(
+      ['steer', runId, text, '--interrupt', '--config', sandbox.configPath],
+      { env, cwd: sandbox.dir },
+    );
+    expect(sent.exitCode, sent.stderr).toBe(0);
+    const done = await child;
+    expect(done.exitCode, done.stderr).toBe(0);
+    const next = sentMessages(llm, 1);
+    const result = next.at(-2) as { role: string; content: string };
+    expect(result.role).toBe('tool');
+    expect(result.content).toContain('a person interrupted this step');
+    expect(result.content).toContain('cancelled; it was killed');
+    expect(next.at(-1)).toEqual({ role: 'user', content: text });
+    const events = await owner.events(runId);
+    expect(events.find((event) => event.kind === 'tool_error')).toMatchObject({
+      tool: 'shell',
+      reason: 'failed',
+    });
+    expect(events.at(-1)).toMatchObject({ kind: 'run_end', status: 'succeeded' });
   }, 240_000);
 });

@@ -19,13 +19,14 @@ export const STEER_HELP = `Usage: fabric steer RUN "TEXT" [--interrupt] [--expec
 
 Tells a running run something: TEXT is added as a user message after the step running now, at
 the end of the conversation (the earlier messages, and the server's prompt cache, stay as they
-were). With --interrupt, the model turn in progress is cut first and the message is the next
-thing the model reads. RUN is a run id or a unique prefix of one.
+were). With --interrupt, the model turn in progress (or the command running: it is killed with
+every process it started, the calls after it are not run) is cut first and the message is the
+next thing the model reads. RUN is a run id or a unique prefix of one.
 
 ${FOUND}
 
 Options:
-      --interrupt         cut the current model turn first
+      --interrupt         cut the current model turn, or stop the running command, first
       --expected-step N   refuse unless the run is still at step N (fabric runs show RUN)
 ${COMMON}
 
