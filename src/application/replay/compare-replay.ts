@@ -46,6 +46,9 @@ export function collectCallOutcomes(events: readonly RunEvent[]): CallOutcome[] 
   for (const event of events) {
     switch (event.kind) {
       case 'tool_call': {
+        // Dispatched again on resuming (SPEC §18: a call parked for approval, an idempotent one
+        // the process died in): one call, whose outcome is the one the resumed run logged.
+        if (pending(event.step, event.call_id)?.kind === 'none') break;
         const index = perStep.get(event.step) ?? 0;
         perStep.set(event.step, index + 1);
         outcomes.push({

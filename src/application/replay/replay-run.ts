@@ -4,6 +4,7 @@
  * and the new events are compared with the log. The use case of SPEC §6's replay; it reaches the
  * world through the ports below, wired in `src/composition/replay.ts`.
  */
+import { RecordedApprovals } from './recorded-approvals.ts';
 import type { KeptOutputs } from '../run/output-budget.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
@@ -161,6 +162,13 @@ export class RunReplay {
       // Results are cut to the window the run had, so the re-run's results read as the run's did.
       ...(start.window_tokens === undefined ? {} : { windowTokens: start.window_tokens }),
       ...(this.#deps.keptOutputs === undefined ? {} : { outputs: this.#deps.keptOutputs() }),
+      // What a person answered in the run is answered again; nothing else is asked (SPEC §19).
+      approvals: {
+        store: new RecordedApprovals(run.events),
+        mode: 'deny',
+        specialist: start.specialist,
+        now: () => this.#deps.clock.now(),
+      },
     });
     const events = (await store.read(result.run_id)).events;
     return {

@@ -86,7 +86,7 @@ export class CallApprovals {
     const now = this.#now();
     // A run resumed after its approval was answered finds the approval of this very call.
     const earlier = await store.forCall(this.#runId, call.id);
-    if (earlier !== undefined && earlier.state !== 'pending') return this.#apply(earlier, step);
+    if (earlier !== undefined && earlier.state !== 'pending') return this.#apply(earlier, step, subject);
     if (earlier === undefined) {
       const grant = (await store.grants({ specialist })).find(
         (candidate) =>
@@ -138,10 +138,10 @@ export class CallApprovals {
             text: `Not run: ${describeCall(record)} needs a person's approval (${record.rule}), and nobody can be asked in this run. Do without it, or say in finish_task that it is needed.`,
           };
         }
-        return this.#apply(decided, step);
+        return this.#apply(decided, step, subject);
       }
       case 'wait':
-        return this.#apply(await this.#wait(record, signal), step);
+        return this.#apply(await this.#wait(record, signal), step, subject);
     }
   }
 
@@ -256,7 +256,7 @@ export class CallApprovals {
   }
 
   /** Records the answer and says what the dispatcher does with it. */
-  async #apply(record: ApprovalRecord, step: number): Promise<ApprovalOutcome> {
+  async #apply(record: ApprovalRecord, step: number, subject: ApprovalSubject): Promise<ApprovalOutcome> {
     const answer = record.answer;
     if (answer === undefined) throw new Error(`approval ${record.id} has no answer`);
     await this.#recordDecided(record, step);
@@ -264,7 +264,8 @@ export class CallApprovals {
     const message = answer.message?.trim();
     return {
       kind: 'run',
-      argv: record.argv,
+      // The approval is bound to this call (run and call id): its own argv is what runs.
+      argv: subject.argv,
       ...(message === undefined || message === ''
         ? {}
         : { note: `[Approved by a person through ${answer.channel}; their message: ${message}]` }),

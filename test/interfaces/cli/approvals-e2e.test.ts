@@ -117,6 +117,12 @@ describe('approvals (SPEC §19) through the CLI', () => {
       channel: 'cli',
       scope: 'once',
     });
+    // A replay answers the call as the person did, and runs cargo again; it asks nobody.
+    const replay = await fabric(['replay', parked.run.run_id, '--execute', '--json']);
+    expect(replay.exitCode, replay.stdout).toBe(0);
+    // The re-run's shell result is the run's: cargo ran again, approved as the person approved it.
+    expect(JSON.parse(replay.stdout)).toMatchObject({ identical: true, compared: 2 });
+    expect(JSON.parse((await fabric(['approvals', 'list', '--json'])).stdout)).toEqual([]);
   });
 
   it('a denial with a message reaches the model and the command never runs; deny wins over ask', async () => {
