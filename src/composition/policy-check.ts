@@ -10,6 +10,14 @@ import {
   rulesFor,
 } from '../domain/policy.ts';
 import { specialistSandbox } from '../infrastructure/packs/rust/rust-sandbox.ts';
+import { FileApprovalStore } from '../infrastructure/runlog/file-approval-store.ts';
+import {
+  type Grant,
+  type GrantPattern,
+  type OnApproval,
+  patternCovers,
+  proposePatterns,
+} from '../domain/approvals.ts';
 import { allowRuleCommands } from '../infrastructure/registry/policy-guard.ts';
 import { checkCommand, parseAllowlist } from '../infrastructure/sandbox/command-policy.ts';
 
@@ -19,6 +27,31 @@ export interface PolicyCheck {
   readonly verdict: PolicyVerdict;
   /** An allowed command the sandbox's fixed rules still refuse (`cargo run`, a path outside). */
   readonly sandboxRefusal?: string | undefined;
+}
+
+/** For an `ask`: what waits for the answer, the grant in force that covers the call, and what a person could grant. */
+export interface AskDetails {
+  /** `policy.on_approval` (the specialist's, else the top level); undefined: the channel decides. */
+  readonly onApproval: OnApproval | undefined;
+  readonly grant: Grant | undefined;
+  readonly proposals: readonly GrantPattern[];
+}
+
+/** What an `ask` comes to now: a grant in the runs directory may cover it (SPEC §19). */
+export async function askDetails(config: FabricConfig, check: PolicyCheck): Promise<AskDetails> {
+  const spec = config.specialists[check.specialist];
+  const subject = {
+    ...check.request,
+    arguments: JSON.stringify(
+      check.request.argv === undefined ? {} : { command: check.request.argv.join(' ') },
+    ),
+  };
+  const grants = await new FileApprovalStore(config.runs_dir).grants({ specialist: check.specialist });
+  return {
+    onApproval: spec?.policy?.on_approval ?? config.policy.on_approval,
+    grant: grants.find((grant) => grant.scope === 'specialist' && patternCovers(grant.pattern, subject)),
+    proposals: proposePatterns(subject),
+  };
 }
 
 /** Decides one call the way a run of the specialist would, without running anything. */

@@ -190,6 +190,10 @@ describe('approvals (SPEC §19) through the CLI', () => {
       id: string;
     }[];
     expect(grants).toHaveLength(1);
+    const covered = await fabric(['policy', 'check', '-s', 'rust', '--', 'cargo', 'tree', '-e', 'normal']);
+    expect(covered.stdout).toContain(
+      `covered now by grant ${grants[0]!.id} (cargo tree <any arguments>, until revoked)`,
+    );
     // The next run of the specialist: covered, nobody asked.
     const next = await runRust(sandbox, workspace, testEnv(sandbox, llm.url), 'Again');
     expect(next.run.status).toBe('succeeded');

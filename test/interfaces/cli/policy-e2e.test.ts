@@ -58,8 +58,18 @@ describe('policy.rules (SPEC §19)', () => {
     expect(asked.exitCode).toBe(0);
     expect(asked.stdout).toBe(
       "ask: `cargo metadata --no-deps` waits for a person's approval for specialist rust\n" +
-        '  decided by policy.rules[1] (shell "cargo metadata": ask)\n',
+        '  decided by policy.rules[1] (shell "cargo metadata": ask)\n' +
+        "  on_approval: the channel's default (a terminal waits with a prompt, no terminal denies, HTTP, MCP, the daemon and workers park the run)\n" +
+        '  a person may grant:\n' +
+        '    0: cargo metadata --no-deps — matches exactly `cargo metadata --no-deps`; not `cargo metadata --no-deps` with any other or further argument\n' +
+        '    1: cargo metadata <any arguments> — matches `cargo metadata` with any arguments (e.g. `cargo metadata --no-deps`); not any other `cargo` subcommand (e.g. `cargo install`), and any other program\n',
     );
+    const askedJson = JSON.parse((await check(['--json', '--', 'cargo', 'metadata'])).stdout);
+    expect(askedJson).toMatchObject({ decision: 'ask', on_approval: null, grant: null });
+    expect(askedJson.proposals.map((p: { label: string }) => p.label)).toEqual([
+      'cargo metadata',
+      'cargo metadata <any arguments>',
+    ]);
     const denied = JSON.parse((await check(['--json', '--', 'cargo', 'tree', '--invert', 'x'])).stdout);
     expect(denied).toMatchObject({
       decision: 'deny',

@@ -1,4 +1,9 @@
-import { checkPolicy, type PolicyCheck } from '../../../composition/policy-check.ts';
+import {
+  type AskDetails,
+  askDetails,
+  checkPolicy,
+  type PolicyCheck,
+} from '../../../composition/policy-check.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { parseCommandArgs } from '../args.ts';
@@ -72,6 +77,7 @@ export async function policyCommand(argv: readonly string[], io: CliIo): Promise
     io.cwd,
   );
   const decision = check.sandboxRefusal === undefined ? check.verdict.decision : 'deny';
+  const ask = decision === 'ask' ? await askDetails(config, check) : undefined;
   if (values.json) {
     io.stdout.write(
       `${JSON.stringify({
@@ -83,13 +89,24 @@ export async function policyCommand(argv: readonly string[], io: CliIo): Promise
         rule: check.verdict.rule?.where ?? null,
         by: check.verdict.by,
         sandbox_refusal: check.sandboxRefusal ?? null,
+        ...(ask === undefined
+          ? {}
+          : {
+              on_approval: ask.onApproval ?? null,
+              grant: ask.grant?.id ?? null,
+              proposals: ask.proposals.map(({ label, matches, does_not_match }) => ({
+                label,
+                matches,
+                does_not_match,
+              })),
+            }),
       })}\n`,
     );
-  } else io.stdout.write(describe(check, decision));
+  } else io.stdout.write(describe(check, decision, ask));
   return EXIT.ok;
 }
 
-function describe(check: PolicyCheck, decision: string): string {
+function describe(check: PolicyCheck, decision: string, ask: AskDetails | undefined): string {
   const { request, verdict } = check;
   const what =
     request.argv !== undefined
@@ -104,5 +121,19 @@ function describe(check: PolicyCheck, decision: string): string {
   lines.push(`  decided by ${verdict.by}`);
   if (check.sandboxRefusal !== undefined)
     lines.push(`  the policy allows it, but the sandbox refuses it: ${check.sandboxRefusal}`);
+  if (ask?.grant !== undefined)
+    lines.push(
+      `  covered now by grant ${ask.grant.id} (${ask.grant.pattern.label}, ${ask.grant.expires_at === undefined ? 'until revoked' : `until ${ask.grant.expires_at}`}): it runs without asking`,
+    );
+  else if (ask !== undefined) {
+    lines.push(
+      `  on_approval: ${ask.onApproval ?? "the channel's default (a terminal waits with a prompt, no terminal denies, HTTP, MCP, the daemon and workers park the run)"}`,
+    );
+    lines.push('  a person may grant:');
+    for (const [index, pattern] of ask.proposals.entries())
+      lines.push(
+        `    ${index}: ${pattern.label} — matches ${pattern.matches}; not ${pattern.does_not_match}`,
+      );
+  }
   return `${lines.join('\n')}\n`;
 }
