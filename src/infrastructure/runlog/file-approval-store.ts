@@ -24,6 +24,9 @@ import { FabricError, errorMessage } from '../../domain/errors.ts';
 
 export const APPROVALS_DIR = '.approvals';
 
+/** An approval id as the fabric makes them: never a path. */
+const WHOLE_ID = /^apr_[a-z0-9]{12}$/;
+
 export class FileApprovalStore implements ApprovalStore {
   readonly #dir: string;
   readonly #now: () => Date;
@@ -43,6 +46,11 @@ export class FileApprovalStore implements ApprovalStore {
   }
 
   async get(id: string): Promise<ApprovalRecord | undefined> {
+    // A whole id is read directly (a waiting run asks every poll); a prefix needs the listing.
+    if (WHOLE_ID.test(id)) {
+      const record = await this.#read(id);
+      if (record !== undefined) return record;
+    }
     const full = await this.#resolveId(id, await this.#requestIds(), 'approval');
     return full === undefined ? undefined : this.#read(full);
   }
