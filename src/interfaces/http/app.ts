@@ -10,6 +10,8 @@ import { RunHub } from './run-hub.ts';
 import { batteryRoutes } from './routes-batteries.ts';
 import { daemonRoutes } from './routes-daemon.ts';
 import { approvalRoutes } from './routes-approvals.ts';
+import { parkedRunsFor } from './parked-resumer.ts';
+import type { ParkedRuns } from '../../application/approvals/parked-runs.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
 import { httpStatusFor } from './status.ts';
@@ -33,6 +35,11 @@ export interface AppDeps {
   readonly metrics?: { readonly contentType: string; text(): Promise<string> } | undefined;
   /** Diagnostics (runs started and ended, unexpected errors). */
   readonly log?: ((line: string) => void) | undefined;
+  /**
+   * Resumes runs parked on an approval once answered (SPEC §19); the server passes its own, which
+   * also polls for answers given elsewhere. Default: one that resumes on answers given here.
+   */
+  readonly parked?: ParkedRuns | undefined;
 }
 
 /** The HTTP API as a Hono app (SPEC §8). It never listens: `serve.ts` does, or `app.request()` in tests. */
@@ -94,7 +101,11 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   app.route('/v1/runs', runRoutes({ fabric: deps.fabric, hub, log }));
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
   app.route('/v1/batteries', batteryRoutes({ fabric: deps.fabric, batteries, log }));
-  app.route('/v1', approvalRoutes(deps.fabric, { log }));
+  const parked = deps.parked ?? parkedRunsFor(deps.fabric, hub, log);
+  app.route(
+    '/v1',
+    approvalRoutes(deps.fabric, { log, onAnswered: (record) => void parked.answered(record) }),
+  );
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));
   return app;

@@ -7,12 +7,16 @@ import { startQueueReaper } from '../../../composition/worker.ts';
 import { createApp } from '../../http/app.ts';
 import { isLoopbackHost } from '../../http/auth.ts';
 import { BatteryHub } from '../../http/battery-hub.ts';
+import { parkedRunsFor } from '../../http/parked-resumer.ts';
 import { RunHub } from '../../http/run-hub.ts';
 import { listen } from '../../http/serve.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 import { createLogger, logFormatOf } from '../logger.ts';
 import { plural } from '../../../domain/words.ts';
+
+/** How often a server looks for answers given elsewhere to the approvals its parked runs wait for. */
+const PARKED_POLL_MS = 1000;
 
 export const SERVE_HELP = `Usage: fabric serve [--host 127.0.0.1] [--port 8787] [--config FILE]
 
@@ -107,7 +111,10 @@ export async function serveCommand(
   const metrics = await serveMetrics(fabric);
   const hub = new RunHub(fabric);
   const batteries = new BatteryHub();
-  const app = createApp({ fabric, token, requireToken, hub, batteries, log, metrics });
+  // Parked runs (SPEC §19) go on once answered: here at once, elsewhere within a poll, and those
+  // answered while no server ran as soon as this one listens.
+  const parked = parkedRunsFor(fabric, hub, log);
+  const app = createApp({ fabric, token, requireToken, hub, batteries, log, metrics, parked });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
     server = await listen(app.fetch, { host, port });
@@ -123,11 +130,13 @@ export async function serveCommand(
   onListening?.(server.url);
   // With the queue, the server reaps too: a dead worker's runs end with no live worker left.
   const stopReaper = startQueueReaper(fabric, log);
+  const stopParked = parked.start(PARKED_POLL_MS);
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
     else io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   stopReaper();
+  stopParked();
   const live = hub.list().length;
   log(`stopping${live > 0 ? `: cancelling ${plural(live, 'run')} in progress` : ''}`);
   // A cancelled battery records where it stopped: its cells not done stay resumable.
