@@ -255,20 +255,23 @@ async function runScopedStep(input: StepInput): Promise<StepOutcome> {
       ...(interrupted
         ? { problem: { reason: 'refused', message: INTERRUPTED_NOTE } as const }
         : cutNote !== undefined
-        ? { problem: { reason: 'refused', message: cutNote } as const }
-        : problem !== undefined
-          ? {
-              problem: {
-                reason: 'invalid_json',
-                message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
-              },
-            }
-          : overescaped === undefined
-            ? {}
-            : {
-                // Code escaped one level too many (Q4): never repaired silently, asked again.
-                problem: { reason: 'invalid_arguments', message: overescapedMessage(call.name, overescaped) },
-              }),
+          ? { problem: { reason: 'refused', message: cutNote } as const }
+          : problem !== undefined
+            ? {
+                problem: {
+                  reason: 'invalid_json',
+                  message: `${problem} Nothing ran: call ${call.name} again with its arguments as one JSON object.`,
+                },
+              }
+            : overescaped === undefined
+              ? {}
+              : {
+                  // Code escaped one level too many (Q4): never repaired silently, asked again.
+                  problem: {
+                    reason: 'invalid_arguments',
+                    message: overescapedMessage(call.name, overescaped),
+                  },
+                }),
       tools: input.tools,
       pack: input.pack,
       recorder,
