@@ -130,7 +130,9 @@ describe('approvals and steering in the viewer pages', () => {
     });
     const list = await get('/approvals');
     expect(list).not.toContain(HOSTILE);
-    expect(list).toContain(`<code class="argv">cargo tree '&lt;img src=x onerror=alert(1)&gt;'</code>`);
+    expect(list).toContain(
+      '<code class="argv">cargo tree &#39;&lt;img src=x onerror=alert(1)&gt;&#39;</code>',
+    );
     expect(list).toContain('policy.rules[0] (shell &quot;&lt;img src=x onerror=alert(1)&gt;&quot;: ask)');
     expect(list).toContain('name="pattern-apr_Hostile1" value="1"');
     expect(list).toContain('Matches `cargo tree` with any arguments');
