@@ -86,6 +86,12 @@ describe('approvals and steering in the viewer pages', () => {
     expect(list).toContain('<a href="/approvals" aria-current="page">Approvals</a>');
     expect(list).toContain(`<a class="mono" href="/runs/${runId}">${runId}</a>`);
 
+    // The cookie alone steers nothing either: the viewer's header is needed.
+    for (const [path, body] of [
+      ['messages', { text: 'go on' }],
+      ['pause', {}],
+    ] as const)
+      expect((await postJson(`${api.url}/v1/runs/${runId}/${path}`, body, { cookie })).status).toBe(401);
     const answer = { decision: 'approve', scope: 'once', pattern: 0, message: HOSTILE };
     const bare = await postJson(`${api.url}/v1/approvals/${approval.id}`, answer, { cookie });
     expect(bare.status).toBe(401);
