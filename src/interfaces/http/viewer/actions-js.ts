@@ -31,11 +31,10 @@ export const ACTIONS_JS = `
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
       .then(function (text) {
         var doc = new DOMParser().parseFromString(text, 'text/html');
-        ['approvals', 'run-summary', 'approvals-none'].forEach(function (id) {
+        ['approvals', 'run-summary'].forEach(function (id) {
           var next = doc.getElementById(id);
           var current = document.getElementById(id);
           if (next && current) current.replaceWith(document.adoptNode(next));
-          else if (current && !next) current.remove();
         });
         var nextMain = doc.getElementById('main');
         if (main && nextMain && main.getAttribute('data-live') !== 'true' &&

@@ -20,10 +20,23 @@ const SCOPES = [
  * The region the page's script swaps after an answer (`#approvals`), with the status line the
  * answer's result shows in kept outside it.
  */
-export function approvalsRegion(records: readonly ApprovalRecord[], options: { readonly showRun: boolean }) {
+export function approvalsRegion(
+  records: readonly ApprovalRecord[],
+  options: {
+    /** Each card links to its run (the list of every run's approvals). */
+    readonly showRun: boolean;
+    /** Say so when nothing waits (the list's page; a run's page says nothing then). */
+    readonly sayNone?: boolean;
+  },
+) {
   const pending = records.filter((record) => record.state === 'pending');
   const answered = records.filter((record) => record.state !== 'pending');
   return html`<div id="approvals" data-pending="${String(pending.length)}">
+${
+  options.sayNone === true && pending.length === 0
+    ? html`<p class="notice" id="approvals-none">No approval waits for an answer.</p>`
+    : ''
+}
 ${pending.length === 0 ? '' : html`<h2 id="approvals-heading">Waiting for your answer</h2>`}
 ${pending.map((record) => approvalCard(record, options.showRun))}
 ${
@@ -45,8 +58,7 @@ export function approvalsPage(records: readonly ApprovalRecord[], nav: Nav): Saf
     html`<h1>Approvals</h1>
 <p class="meta">Calls a policy <code>ask</code> rule holds until a person answers (also <code>fabric approvals list</code>). <a href="/approvals">Refresh</a></p>
 ${approvalResultLine()}
-${records.length === 0 ? html`<p class="notice" id="approvals-none">No approval waits for an answer.</p>` : ''}
-${approvalsRegion(records, { showRun: true })}`,
+${approvalsRegion(records, { showRun: true, sayNone: true })}`,
     { nav, current: '/approvals' },
   );
 }

@@ -153,6 +153,8 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
     expect(await stale.locator('#approval-result').textContent()).toContain(
       'already has its answer (approved through viewer',
     );
+    // Then the list again, without a reload: nothing waits any more.
+    await stale.waitForSelector('#approvals-none');
     expect(await stale.locator(card).count()).toBe(0);
     const again = (await (
       await fetch(`${api.url}/v1/approvals/${approval.id}`, { headers: auth })
