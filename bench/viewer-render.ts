@@ -50,6 +50,7 @@ try {
     pageBytes = runPage(
       runViewOf(recordFromEvents(RUN_ID, events, { runlog: '', torn: false, live: false }, check)),
       events,
+      [],
       {
         daemon: false,
         batteries: false,

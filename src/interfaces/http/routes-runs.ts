@@ -150,7 +150,7 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
 
   app.post('/:id/resume', async (c) => {
     // A running (paused) run continues (SPEC §19); a run whose process left it resumes (§18).
-    const continued = await steering.unpause(runIdParam(c.req.param('id')));
+    const continued = await steering.unpause(runIdParam(c.req.param('id')), c.req.header('x-fabric-viewer'));
     if (continued !== null) return continued;
     const body = validateBody(ResumeRunBody, await readJson(c.req.raw));
     const id = c.req.param('id');

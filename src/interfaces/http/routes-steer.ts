@@ -16,7 +16,9 @@ export function steerRoutes(
   fabric: Fabric,
   show: (runId: string) => Promise<RunRecord>,
   log: (line: string) => void,
-): { readonly unpause: (runId: string) => Promise<Response | null> } {
+): {
+  readonly unpause: (runId: string, viewerHeader?: string | undefined) => Promise<Response | null>;
+} {
   const post = async (runId: string, request: SteerRequest) =>
     steerRun({ show, inboxes: fabric.runInboxes, newId: () => randomUUID() }, runId, request);
 
@@ -27,7 +29,7 @@ export function steerRoutes(
       kind: 'message',
       text: body.text,
       mode: body.mode,
-      channel: 'http',
+      channel: channelOf(c.req.header('x-fabric-viewer')),
       ...(body.expected_step === undefined ? {} : { expectedStep: body.expected_step }),
     });
     log(`run ${accepted.run_id}: ${body.mode} message ${accepted.id}`);
@@ -35,17 +37,20 @@ export function steerRoutes(
   });
 
   app.post('/:id/pause', async (c) => {
-    const accepted = await post(runIdParam(c.req.param('id')), { kind: 'pause', channel: 'http' });
+    const accepted = await post(runIdParam(c.req.param('id')), {
+      kind: 'pause',
+      channel: channelOf(c.req.header('x-fabric-viewer')),
+    });
     log(`run ${accepted.run_id} paused`);
     return c.json({ ...accepted, status: 'paused' as const, links: runLinks(accepted.run_id) }, 202);
   });
 
   return {
     /** A running run's resume is the end of its pause; null: it is not running (a §18 resume). */
-    unpause: async (runId) => {
+    unpause: async (runId, viewerHeader) => {
       const record = await show(runId).catch(() => null);
       if (record === null || record.status !== 'running') return null;
-      const accepted = await post(runId, { kind: 'unpause', channel: 'http' });
+      const accepted = await post(runId, { kind: 'unpause', channel: channelOf(viewerHeader) });
       log(`run ${accepted.run_id} continues`);
       return Response.json(
         { ...accepted, status: 'running', links: runLinks(accepted.run_id) },
@@ -53,4 +58,9 @@ export function steerRoutes(
       );
     },
   };
+}
+
+/** `viewer` for the run viewer's own actions (its header), else `http`. */
+function channelOf(viewerHeader: string | undefined): string {
+  return viewerHeader === '1' ? 'viewer' : 'http';
 }

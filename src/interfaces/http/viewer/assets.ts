@@ -3,6 +3,7 @@
  * build step, no CDN. Kept as strings in a module so the compiled package carries them with
  * the code. The script only inserts markup the server rendered (and escaped).
  */
+import { ACTIONS_JS } from './actions-js.ts';
 
 /** `/viewer/style.css`: light and dark (prefers-color-scheme), readable at phone width, visible focus. */
 export const STYLE_CSS = `
@@ -45,7 +46,17 @@ td .task { display: block; color: var(--muted); font-size: .9em; max-width: 40ch
 .status { font-weight: 600; white-space: nowrap; }
 .status-succeeded { color: var(--good); }
 .status-failed, .status-interrupted { color: var(--bad); }
-.status-max_steps, .status-cancelled, .status-running { color: var(--warn); }
+.status-max_steps, .status-cancelled, .status-running, .status-awaiting_approval { color: var(--warn); }
+.status-approved { color: var(--good); }
+.status-denied, .status-expired { color: var(--bad); }
+article.approval { border: 1px solid var(--line); border-radius: 6px; padding: .6em .9em; margin: 0 0 1em; }
+article.approval fieldset { border: 1px solid var(--line); border-radius: 6px; margin: .4em 0; }
+.pattern { margin: .2em 0 .5em; }
+textarea { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line);
+  border-radius: 6px; padding: .3em .5em; max-width: 100%; }
+ul.answered { padding-left: 1.2em; }
+.result:empty { display: none; }
+.result { font-weight: 600; }
 .pager { display: flex; gap: 1em; margin-top: 1em; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: 0 0 1em; }
 dl.facts dt { color: var(--muted); }
@@ -116,7 +127,8 @@ ul.checks { margin: .3em 0; padding-left: 1.2em; list-style: none; }
 export const LIVE_JS = `'use strict';
 (function () {
   var KINDS = ['run_start', 'llm_request', 'llm_response', 'llm_retry', 'tool_call_recovered',
-    'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'finish_gate_passed', 'run_end'];
+    'text_fallback', 'tool_call', 'tool_result', 'tool_error', 'security_event', 'finish_rejected', 'finish_gate_passed',
+    'steer_message', 'run_paused', 'run_unpaused', 'approval_requested', 'approval_decided', 'run_end'];
   var main = document.getElementById('main');
   if (main && main.getAttribute('data-live') === 'true') follow(main);
   var region = document.getElementById('refresh');
@@ -125,6 +137,8 @@ export const LIVE_JS = `'use strict';
   if (list) liveList(list);
   listKeys();
   resumeActions();
+  approvalActions();
+  steerActions();
   setInterval(countOn, 1000);
 
   // Times of runs in progress (data-elapsed-ms, as the server rendered them) keep counting on
@@ -241,6 +255,11 @@ export const LIVE_JS = `'use strict';
           var summary = doc.getElementById('run-summary');
           var current = document.getElementById('run-summary');
           if (summary && current) current.replaceWith(document.adoptNode(summary));
+          // The approvals, swapped only when they changed (a message being typed stays).
+          var approvals = doc.getElementById('approvals');
+          var shown = document.getElementById('approvals');
+          if (approvals && shown && approvals.innerHTML !== shown.innerHTML)
+            shown.replaceWith(document.adoptNode(approvals));
           var timeline = document.getElementById('timeline');
           doc.querySelectorAll('#timeline > li').forEach(function (item) {
             timeline.appendChild(document.adoptNode(item));
@@ -252,6 +271,8 @@ export const LIVE_JS = `'use strict';
           if (fragment && fragment.getAttribute('data-live') !== 'true') {
             main.setAttribute('data-live', 'false');
             source.close();
+            var steer = document.getElementById('steer');
+            if (steer) steer.remove();
           }
         })
         .catch(function () { /* the next event tries again */ })
@@ -297,6 +318,7 @@ export const LIVE_JS = `'use strict';
     });
   }
 
+${ACTIONS_JS}
   function listKeys() {
     if (!document.getElementById('runs-list') && document.querySelectorAll('a.run-link').length === 0) return;
     document.addEventListener('keydown', function (event) {

@@ -9,6 +9,7 @@ export interface Nav {
 /** The header's links, in order; a view whose routes are not in this server is left out. */
 const VIEWS = [
   { href: '/', label: 'Runs', shown: (_nav: Nav) => true },
+  { href: '/approvals', label: 'Approvals', shown: (_nav: Nav) => true },
   { href: '/batteries', label: 'Batteries', shown: (nav: Nav) => nav.batteries },
   { href: '/daemon', label: 'Daemon', shown: (nav: Nav) => nav.daemon },
   { href: '/models', label: 'Models', shown: (_nav: Nav) => true },
@@ -22,7 +23,7 @@ export function page(
     readonly nav: Nav;
     readonly main?: Record<string, string>;
     /** The header link of the view this page belongs to (`aria-current`). */
-    readonly current?: '/' | '/batteries' | '/daemon' | '/models';
+    readonly current?: '/' | '/approvals' | '/batteries' | '/daemon' | '/models';
   },
 ): SafeHtml {
   const links = VIEWS.filter((view) => view.shown(options.nav)).map(

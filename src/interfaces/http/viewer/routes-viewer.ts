@@ -14,6 +14,7 @@ import type { BatteryHub } from '../battery-hub.ts';
 import { type RunHub, liveRuns } from '../run-hub.ts';
 import { sseResponse } from '../sse.ts';
 import { LIVE_JS, STYLE_CSS } from './assets.ts';
+import { approvalsPage } from './approvals-page.ts';
 import { batteriesPage, batteryPage } from './battery-pages.ts';
 import { type DaemonEntry, daemonPage } from './daemon-page.ts';
 import { type CardEntry, cardSlug, modelCardPage, modelsPage } from './models-page.ts';
@@ -157,7 +158,22 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
     }),
   );
 
-  app.get('/runs/:id', guarded(withRun((c, run) => send(c, runPage(run.view, run.events, nav)))));
+  // A run's approvals (SPEC §19), each state: the pending ones to answer, the answered below.
+  const approvalsOf = (runId: string) => fabric.approvals.list({ runId });
+
+  app.get(
+    '/runs/:id',
+    guarded(
+      withRun(async (c, run) =>
+        send(c, runPage(run.view, run.events, await approvalsOf(run.view.run_id), nav)),
+      ),
+    ),
+  );
+
+  app.get(
+    '/approvals',
+    guarded(async (c) => send(c, approvalsPage(await fabric.approvals.list({ state: 'pending' }), nav))),
+  );
 
   // The whole output of a result cut to fit the window (SPEC §17), as text.
   app.get(
@@ -179,9 +195,10 @@ export function viewerRoutes(deps: ViewerDeps): Hono {
   app.get(
     '/runs/:id/after/:seq',
     guarded(
-      withRun((c, run) => {
+      withRun(async (c, run) => {
         const after = Number(c.req.param('seq'));
-        return send(c, runFragment(run.view, run.events, Number.isSafeInteger(after) ? after : 0));
+        const approvals = await approvalsOf(run.view.run_id);
+        return send(c, runFragment(run.view, run.events, approvals, Number.isSafeInteger(after) ? after : 0));
       }),
     ),
   );

@@ -1,17 +1,32 @@
 import type { Timeline } from '../../../application/replay/replay-timeline.ts';
+import type { ApprovalRecord } from '../../../domain/approvals.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
 import type { RunView } from '../run-view.ts';
+import { approvalResultLine, approvalsRegion } from './approvals-page.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, duration, elapsed, page, statusBadge } from './layout.ts';
+import { steerControls } from './steer-controls.ts';
 import { timelineItems } from './timeline.ts';
 
-/** `/runs/<id>`: the run's facts and links, and its timeline; live when the run goes on. */
-export function runPage(view: RunView, events: readonly RunEvent[], nav: Nav): SafeHtml {
+/**
+ * `/runs/<id>`: the run's facts and links, its approvals (the pending ones to answer), the
+ * controls of a running run, and its timeline; live when the run goes on.
+ */
+export function runPage(
+  view: RunView,
+  events: readonly RunEvent[],
+  approvals: readonly ApprovalRecord[],
+  nav: Nav,
+): SafeHtml {
   const live = view.status === 'running';
+  const pending = approvals.some((record) => record.state === 'pending');
   return page(
     `Run ${view.run_id}`,
     html`<h1>Run <span class="mono">${view.run_id}</span></h1>
-${summary(view, live)}
+${summary(view, live, pending)}
+${approvalResultLine()}
+${approvalsRegion(approvals, { showRun: false })}
+${steerControls(view)}
 <h2 id="timeline-heading">Timeline</h2>
 <ol id="timeline" class="timeline" aria-labelledby="timeline-heading">
 ${timelineItems(events)}</ol>`,
@@ -28,18 +43,26 @@ ${timelineItems(events)}</ol>`,
 
 /**
  * What the page's script asks for as the run goes on (`/runs/<id>/after/<seq>`): the summary
- * again, and the timeline items after `seq`. Parsed by the script, never shown on its own.
+ * and the approvals again, and the timeline items after `seq`. Parsed by the script, never
+ * shown on its own.
  */
-export function runFragment(view: RunView, events: readonly RunEvent[], afterSeq: number): SafeHtml {
+export function runFragment(
+  view: RunView,
+  events: readonly RunEvent[],
+  approvals: readonly ApprovalRecord[],
+  afterSeq: number,
+): SafeHtml {
   const live = view.status === 'running';
   const last = Math.max(afterSeq, events.at(-1)?.seq ?? 0);
+  const pending = approvals.some((record) => record.state === 'pending');
   return html`<!doctype html><html lang="en"><body><div id="fragment" data-last-seq="${String(last)}" data-live="${String(live)}">
-${summary(view, live)}
+${summary(view, live, pending)}
+${approvalsRegion(approvals, { showRun: false })}
 <ol id="timeline">${timelineItems(events, afterSeq)}</ol>
 </div></body></html>`;
 }
 
-function summary(view: RunView, live: boolean): SafeHtml {
+function summary(view: RunView, live: boolean, pendingApprovals: boolean): SafeHtml {
   const id = encodeURIComponent(view.run_id);
   const took =
     view.started_at === null
@@ -62,14 +85,21 @@ ${view.error ? html`<dt>Error</dt><dd>${view.error.code}: ${view.error.message}<
 ${view.torn ? html`<dt>Runlog</dt><dd>its last line was cut short (a killed process)</dd>` : ''}
 </dl>
 <p class="links"><a href="/v1/runs/${id}/runlog" download>Download the runlog</a> <a href="/runs/${id}/replay">Replay (timeline)</a></p>
-${resumable(view) ? resumeForm(view) : ''}</section>`;
+${
+  view.status === 'awaiting_approval' && pendingApprovals
+    ? html`<p class="notice" id="awaiting-approval">This run waits for a person's answer to the approval below; it goes on once every approval it asked for is answered.</p>`
+    : ''
+}
+${resumable(view, pendingApprovals) ? resumeForm(view) : ''}</section>`;
 }
 
 /**
  * Ended runs that `fabric resume` may go on with (SPEC §18): stopped, cancelled, out of steps or
- * failed. The server decides for certain; its refusal, with the reason, shows under the button.
+ * failed, or parked on approvals that all have their answers. The server decides for certain;
+ * its refusal, with the reason, shows under the button.
  */
-function resumable(view: RunView): boolean {
+function resumable(view: RunView, pendingApprovals: boolean): boolean {
+  if (view.status === 'awaiting_approval') return !pendingApprovals;
   return ['interrupted', 'cancelled', 'max_steps', 'failed'].includes(view.status);
 }
 

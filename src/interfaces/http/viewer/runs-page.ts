@@ -7,6 +7,7 @@ import type { RunPage, RunQuery } from './run-index.ts';
 /** The statuses a run can be listed with, in the order the filter offers them. */
 export const LIST_STATUSES: readonly RunSummaryStatus[] = [
   'running',
+  'awaiting_approval',
   'succeeded',
   'failed',
   'max_steps',

@@ -3,7 +3,7 @@
  * once the token has been given (`?token=` or the form) the server sets this cookie. Its value
  * is derived from the token (the token itself is not kept in the browser), it is HttpOnly and
  * SameSite=Strict, and it is accepted for GET and HEAD (reading), and for the viewer's own
- * actions on a run (Resume, SPEC §18) only when the request also carries `X-Fabric-Viewer: 1`,
+ * actions (Resume, Pause, a steer message, an approval's answer: SPEC §18, §19) only when the request also carries `X-Fabric-Viewer: 1`,
  * a header no cross-site form can send and no cross-origin script can add without a preflight
  * this server never grants (the origin guard refuses a foreign `Origin` besides). Never for
  * starting a run.
@@ -23,8 +23,11 @@ export async function viewerCookieValue(token: string): Promise<string> {
 /** The header the viewer's page puts on its actions. */
 export const VIEWER_ACTION_HEADER = 'x-fabric-viewer';
 
-/** The viewer's actions: a POST to one of these, with `X-Fabric-Viewer: 1`. */
-const VIEWER_ACTIONS = /^\/v1\/runs\/[^/]+\/resume$/;
+/**
+ * The viewer's actions: a POST to one of these, with `X-Fabric-Viewer: 1`: Resume (and Continue),
+ * Pause and a steer message of a run, and the answer to an approval (SPEC §18, §19).
+ */
+const VIEWER_ACTIONS = /^\/v1\/(?:runs\/[^/]+\/(?:resume|pause|messages)|approvals\/[^/]+)$/;
 
 /** True for a request the viewer's page makes as an action (see the module's comment). */
 export function isViewerAction(method: string, path: string, header: string | undefined): boolean {
