@@ -59,6 +59,9 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
           match: 'Show the dependency tree',
           script: [
             { reply: { toolCalls: [{ name: 'shell', arguments: { command: 'cargo tree -e features' } }] } },
+            {
+              reply: { toolCalls: [{ name: 'finish_task', arguments: { summary: 'Looked at the tree.' } }] },
+            },
           ],
         },
         {
@@ -160,9 +163,16 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
       await fetch(`${api.url}/v1/approvals/${approval.id}`, { headers: auth })
     ).json()) as ApprovalRecord;
     expect(again.state).toBe('approved');
+    // The server resumed the parked run on the viewer's answer: cargo ran, the model read it.
+    await vi.waitFor(async () => expect(await status(id)).toBe('succeeded'), PATIENCE);
+    const read = llm
+      .chatRequests()
+      .map((request) => JSON.stringify(request.body))
+      .find((body) => body.includes('only the tree, please'));
+    expect(read).toContain('compositor-core v0.1.0');
     await page.close();
     await stale.close();
-  });
+  }, 180_000);
 
   it('pauses a running run, steers it from the box, and lets it go on: the timeline shows each', async () => {
     const id = await start({ specialist: 'units', task: 'Convert 3 km to miles' });
