@@ -1,4 +1,5 @@
 import type { Environment } from '../../config/env.ts';
+import type { TerminalInput } from './terminal.ts';
 
 /** A stream the CLI writes to. */
 export interface OutputStream {
@@ -16,6 +17,8 @@ export interface CliIo {
   readonly signal: AbortSignal;
   /** Reads standard input to its end (`fabric run … -`); absent where there is none. */
   readonly readStdin?: () => Promise<string>;
+  /** The terminal a person answers at (approvals, SPEC §19); absent without one (a pipe, a test). */
+  readonly terminal?: TerminalInput | undefined;
 }
 
 /** Exit codes, documented in `fabric --help`. */

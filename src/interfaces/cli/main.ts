@@ -7,6 +7,7 @@ import process from 'node:process';
 import { readEnvironment } from '../../config/env.ts';
 import { runCli } from './cli.ts';
 import { closableOutput } from './closable-output.ts';
+import { processTerminal } from './terminal.ts';
 
 const controller = new AbortController();
 let interrupts = 0;
@@ -25,6 +26,11 @@ const code = await runCli(process.argv.slice(2), {
   env: readEnvironment(),
   cwd: process.cwd(),
   signal: controller.signal,
+  // Ctrl-C at a prompt in raw mode is a key, not a signal: it cancels the run the same way.
+  terminal: processTerminal(() => {
+    process.stderr.write('\nCancelling…\n');
+    controller.abort(new Error('cancelled by Ctrl-C at a prompt'));
+  }),
   readStdin: async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));

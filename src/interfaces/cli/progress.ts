@@ -122,6 +122,28 @@ export class ProgressReporter implements RunObserver {
       case 'security_event':
         this.#line(`  ${s.red('⛔')} ${event.event_type} (${event.rule})`);
         break;
+      // A person's approval (SPEC §19): the prompt, if any, follows on a terminal.
+      case 'approval_requested':
+        if (event.on_approval !== 'wait' && event.on_approval !== 'park') break;
+        this.#line(
+          s.yellow(
+            `  ? ${event.argv === undefined ? event.tool : event.argv.join(' ')} needs approval ${event.approval_id}${
+              event.on_approval === 'park'
+                ? ': the run parks until it is answered (fabric approvals answer)'
+                : ''
+            }`,
+          ),
+        );
+        break;
+      case 'approval_decided':
+        this.#line(
+          `  ${event.state === 'approved' ? s.green('✓') : s.yellow('✗')} ${event.approval_id} ${event.state} (${event.channel}${
+            event.scope === 'once'
+              ? ''
+              : `, ${event.scope}${event.pattern === undefined ? '' : `: ${event.pattern}`}`
+          })`,
+        );
+        break;
       case 'finish_rejected':
         if (this.#finalTurn) this.#finalReport = 'rejected';
         this.#line(`  ${s.yellow('✗ finish_task rejected')}: ${preview(event.message, RESULT_PREVIEW)}`);
@@ -137,7 +159,9 @@ export class ProgressReporter implements RunObserver {
         const mark =
           event.status === 'succeeded'
             ? s.green('✔')
-            : event.status === 'cancelled' || event.status === 'max_steps'
+            : event.status === 'cancelled' ||
+                event.status === 'max_steps' ||
+                event.status === 'awaiting_approval'
               ? s.yellow('■')
               : s.red('✘');
         const tokens = event.usage.total_tokens > 0 ? ` · ${plural(event.usage.total_tokens, 'token')}` : '';

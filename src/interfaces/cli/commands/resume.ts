@@ -9,6 +9,7 @@ import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
 import { onApprovalFlag } from './run.ts';
+import { terminalApprovalPrompt } from '../approval-prompt.ts';
 
 export const RESUME_HELP = `Usage: fabric resume RUN [--max-steps N] [--force] [--json]
 
@@ -84,7 +85,10 @@ export async function resumeCommand(argv: readonly string[], io: CliIo): Promise
       moreSteps,
       force: values.force === true,
       onApproval: onApprovalFlag(values['on-approval']),
-      defaultOnApproval: 'deny',
+      defaultOnApproval: io.terminal === undefined ? 'deny' : 'wait',
+      ...(io.terminal === undefined
+        ? {}
+        : { approvalPrompt: terminalApprovalPrompt(io.terminal, io.stderr, style, io.env.USER) }),
       observers: [new ProgressReporter(io.stderr, style, { showReasoning: false })],
       signal: io.signal,
       onNotice: (message) => io.stderr.write(style.dim(`${message}\n`)),

@@ -9,6 +9,7 @@ import { formatPayload } from '../payload-format.ts';
 import { ProgressReporter } from '../progress.ts';
 import { styleFor } from '../style.ts';
 import { readTask } from '../task-input.ts';
+import { terminalApprovalPrompt } from '../approval-prompt.ts';
 import { ON_APPROVAL, type OnApproval } from '../../../domain/approvals.ts';
 import { FabricError } from '../../../domain/errors.ts';
 
@@ -33,7 +34,8 @@ Options:
       --on-approval MODE  what a call a policy \`ask\` rule names does (SPEC §19): wait (for an
                           answer here or from \`fabric approvals answer\`), park (the run stops
                           as awaiting_approval; exit 5), deny (the model is told), or fail
-                          (default: policy.on_approval, else deny; wait on a terminal)
+                          (default: policy.on_approval, else wait with a prompt on a
+                          terminal, deny without one: a run never hangs)
   -h, --help              show this help
 
 Exit codes: 0 succeeded · 1 failed · 2 usage or config error · 3 max_steps reached
@@ -105,7 +107,11 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       model: values.model,
       maxSteps,
       onApproval,
-      defaultOnApproval: 'deny',
+      // A terminal waits with a prompt; no terminal denies at once: a run never hangs (SPEC §19).
+      defaultOnApproval: io.terminal === undefined ? 'deny' : 'wait',
+      ...(io.terminal === undefined
+        ? {}
+        : { approvalPrompt: terminalApprovalPrompt(io.terminal, io.stderr, style, io.env.USER) }),
       observers: [
         new ProgressReporter(io.stderr, style, { showReasoning: values['show-reasoning'] === true }),
         ...(values.events === 'jsonl' ? [eventLines(io)] : []),
