@@ -1,3 +1,4 @@
+import type { ApprovalStore } from '../application/approvals/approval-store.ts';
 import type { RunObserver } from '../application/ports.ts';
 import type { WorkerRegistry } from '../application/queue/queue-ports.ts';
 import { RunMetricsObserver } from '../application/telemetry/run-metrics.ts';
@@ -32,13 +33,16 @@ export function spanExporterFor(config: Pick<FabricConfig, 'telemetry'>, url?: s
  */
 export async function serveMetrics(fabric: {
   readonly config: Pick<FabricConfig, 'queue'>;
+  readonly approvals: Pick<ApprovalStore, 'list'>;
   observeRuns(observer: RunObserver): void;
   runQueue(): Promise<{ readonly workers: QueueGaugeSource } | null>;
 }): Promise<MetricsEndpoint> {
-  const gauges =
-    fabric.config.queue === 'postgres'
+  const gauges = {
+    ...(fabric.config.queue === 'postgres'
       ? queueGauges(async () => (await fabric.runQueue())?.workers ?? null)
-      : {};
+      : {}),
+    ...approvalGauges(fabric.approvals),
+  };
   const metrics = await createPrometheusMetrics(gauges);
   fabric.observeRuns(new RunMetricsObserver(metrics));
   return metrics;
@@ -49,10 +53,13 @@ export async function serveMetrics(fabric: {
  * the workers alive, read from the control plane when scraped.
  */
 export async function workerMetrics(
-  fabric: { observeRuns(observer: RunObserver): void },
+  fabric: { readonly approvals: Pick<ApprovalStore, 'list'>; observeRuns(observer: RunObserver): void },
   registry: QueueGaugeSource,
 ): Promise<MetricsEndpoint> {
-  const metrics = await createPrometheusMetrics(queueGauges(async () => registry));
+  const metrics = await createPrometheusMetrics({
+    ...queueGauges(async () => registry),
+    ...approvalGauges(fabric.approvals),
+  });
   fabric.observeRuns(new RunMetricsObserver(metrics));
   return metrics;
 }
@@ -69,6 +76,16 @@ function queueGauges(registry: () => Promise<QueueGaugeSource | null>) {
     fabric_workers_alive: {
       help: 'Workers whose heartbeat is current (state running in control.workers).',
       read: async () => (await registry())?.aliveCount() ?? null,
+    },
+  };
+}
+
+/** The approvals waiting for a person in the runs directory (SPEC §19), counted when scraped. */
+function approvalGauges(approvals: Pick<ApprovalStore, 'list'>) {
+  return {
+    fabric_approvals_pending: {
+      help: "Approvals waiting for a person's answer (SPEC §19): runs parked or waiting on them.",
+      read: async () => (await approvals.list({ state: 'pending' }).catch(() => null))?.length ?? null,
     },
   };
 }

@@ -112,6 +112,9 @@ describe('a run parked on an approval, over HTTP', () => {
 
     const second = await serve(env);
     expect(llm.chatRequests()).toHaveLength(1);
+    const pendingGauge = async () =>
+      /^fabric_approvals_pending (\d+)$/m.exec(await (await fetch(`${second.url}/metrics`)).text())?.[1];
+    expect(await pendingGauge()).toBe('1');
     const ok = await answer(second.url, approval, { decision: 'approve', message: 'just the tree' });
     expect(ok.status, await ok.clone().text()).toBe(200);
     expect(await ok.json()).toMatchObject({ id: approval, state: 'approved', answer: { channel: 'http' } });
@@ -119,6 +122,7 @@ describe('a run parked on an approval, over HTTP', () => {
     expect(again.status).toBe(409);
     expect(((await again.json()) as { error: { code: string } }).error.code).toBe('approval_answered');
     await finished(second.url, runId);
+    expect(await pendingGauge()).toBe('0');
     const read = lastMessage(llm.chatRequests()[1]!.body);
     expect(read).toContain('compositor-core v0.1.0');
     expect(read).toContain('just the tree');
