@@ -148,7 +148,7 @@ export class PostgresWorkerRegistry implements WorkerRegistry {
        from jsonb_to_recordset($1::text::jsonb) as l(run_id text, token bigint)
        where t.id = l.run_id and t.lease_token = l.token
          and (t.status = 'running' and t.lease_expires > now()
-           or t.status in ('succeeded', 'failed', 'max_steps', 'cancelled'))
+           or t.status in ('succeeded', 'failed', 'max_steps', 'cancelled', 'awaiting_approval'))
        returning t.id`,
       [
         jsonParam(leases.map((lease) => ({ run_id: lease.runId, token: lease.token }))),
