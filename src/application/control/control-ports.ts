@@ -147,6 +147,22 @@ export interface ControlWriter {
   markInterrupted(runIds: readonly string[]): Promise<number>;
 }
 
+/** One row of `control.approvals`: what a person was asked, and the answer once given. */
+export interface ControlApprovalRow {
+  readonly approval_id: string;
+  readonly run_id: string;
+  readonly call_id: string | null;
+  readonly tool: string | null;
+  readonly argv: readonly string[] | null;
+  readonly rule: string | null;
+  readonly on_approval: string | null;
+  readonly state: string;
+  readonly scope: string | null;
+  readonly channel: string | null;
+  readonly answered_by: string | null;
+  readonly message: string | null;
+}
+
 /** Reads the control plane back: runs for listings, aggregates for the exports. */
 export interface ControlReader {
   listRuns(options: { readonly limit: number }): Promise<readonly ControlRunRow[]>;
@@ -159,6 +175,8 @@ export interface ControlReader {
    */
   leaseHeld?(runId: string): Promise<boolean>;
   modelCalls(runId: string): Promise<readonly ModelCallRecord[]>;
+  /** A run's approvals as the control plane holds them (SPEC §19), oldest first. */
+  runApprovals?(runId: string): Promise<readonly ControlApprovalRow[]>;
   usage(window: TimeWindow): Promise<readonly UsageRow[]>;
   health(window: TimeWindow): Promise<readonly HealthRow[]>;
   insights(window: TimeWindow): Promise<InsightsData>;

@@ -219,6 +219,36 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 12,
+    name: 'approvals: what a person was asked and answered, mirrored from the runlog (SPEC §19)',
+    statements: [
+      `create table control.approvals (
+        approval_id text primary key,
+        run_id text not null,
+        step integer,
+        call_id text,
+        tool text,
+        argv jsonb,
+        path text,
+        rule text,
+        proposals jsonb,
+        on_approval text,
+        requested_at timestamptz,
+        expires_at timestamptz,
+        state text not null,
+        scope text,
+        pattern text,
+        channel text,
+        answered_by text,
+        message text,
+        answered_at timestamptz,
+        updated_at timestamptz not null default now()
+      )`,
+      'create index approvals_run_idx on control.approvals (run_id)',
+      "create index approvals_pending_idx on control.approvals (requested_at) where state = 'pending'",
+    ],
+  },
+  {
     version: 13,
     name: 'model_cards: what the probe suite and batteries measured of each model on each server (SPEC §20)',
     statements: [

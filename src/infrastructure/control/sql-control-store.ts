@@ -11,6 +11,7 @@ import type {
   ModelCallRecord,
   TimeWindow,
   UsageRow,
+  ControlApprovalRow,
 } from '../../application/control/control-ports.ts';
 import type { BatteryRow, BatterySink } from '../../application/battery/battery-ports.ts';
 import type { CellResult } from '../../application/battery/battery-types.ts';
@@ -149,6 +150,15 @@ export class SqlControlStore implements ControlStore, DaemonTaskSink, BatterySin
 
   runEvents(runId: string, afterSeq = 0): Promise<readonly RunEvent[]> {
     return queryRunEvents(this.#db, runId, afterSeq);
+  }
+
+  runApprovals(runId: string): Promise<readonly ControlApprovalRow[]> {
+    return this.#db.query<ControlApprovalRow>(
+      `select approval_id, run_id, call_id, tool, argv, rule, on_approval, state, scope, channel,
+        answered_by, message
+       from control.approvals where run_id = $1 order by requested_at nulls last, approval_id`,
+      [runId],
+    );
   }
 
   modelCalls(runId: string): Promise<readonly ModelCallRecord[]> {

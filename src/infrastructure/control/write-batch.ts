@@ -149,6 +149,41 @@ calls_written as (
   where r.run_id in (select run_id from open_runs)
   on conflict (run_id, seq) do nothing
   returning 1
+),
+approvals_written as (
+  -- What a person was asked and answered (SPEC §19): a request inserts the row, a decision
+  -- fills in who, how and at what scope; either may come first, and a sync sends them again.
+  insert into control.approvals as a (approval_id, run_id, step, call_id, tool, argv, path, rule,
+    proposals, on_approval, requested_at, expires_at, state, scope, pattern, channel, answered_by,
+    message, answered_at)
+  select r.approval_id, r.run_id, r.step, r.call_id, r.tool, r.argv, r.path, r.rule, r.proposals,
+    r.on_approval, r.requested_at, r.expires_at, r.state, r.scope, r.pattern, r.channel,
+    r.answered_by, r.message, r.answered_at
+  from batch, jsonb_to_recordset(batch.doc->'approvals') as r(approval_id text, run_id text,
+    step integer, call_id text, tool text, argv jsonb, path text, rule text, proposals jsonb,
+    on_approval text, requested_at timestamptz, expires_at timestamptz, state text, scope text,
+    pattern text, channel text, answered_by text, message text, answered_at timestamptz)
+  where r.run_id in (select run_id from open_runs)
+  on conflict (approval_id) do update set
+    step = coalesce(a.step, excluded.step),
+    call_id = coalesce(a.call_id, excluded.call_id),
+    tool = coalesce(a.tool, excluded.tool),
+    argv = coalesce(a.argv, excluded.argv),
+    path = coalesce(a.path, excluded.path),
+    rule = coalesce(a.rule, excluded.rule),
+    proposals = coalesce(a.proposals, excluded.proposals),
+    on_approval = coalesce(a.on_approval, excluded.on_approval),
+    requested_at = coalesce(a.requested_at, excluded.requested_at),
+    expires_at = coalesce(a.expires_at, excluded.expires_at),
+    state = case when excluded.channel is not null then excluded.state else a.state end,
+    scope = coalesce(excluded.scope, a.scope),
+    pattern = coalesce(excluded.pattern, a.pattern),
+    channel = coalesce(excluded.channel, a.channel),
+    answered_by = coalesce(excluded.answered_by, a.answered_by),
+    message = coalesce(excluded.message, a.message),
+    answered_at = coalesce(excluded.answered_at, a.answered_at),
+    updated_at = now()
+  returning 1
 )
 select (select count(*) from events_written)::integer as events,
   (select count(*) from calls_written)::integer as model_calls`;
@@ -207,6 +242,7 @@ export async function writeBatch(
       events: batch.events.map(eventRow),
       calls: batch.modelCalls,
       fences: fenced,
+      approvals: approvalRows(batch.events),
     }),
   ]);
   return { events: counts?.events ?? 0, modelCalls: counts?.model_calls ?? 0 };
@@ -216,4 +252,47 @@ export async function writeBatch(
 function eventRow(event: RunEvent): Record<string, unknown> {
   const { run_id, seq, kind, ts, ...body } = event;
   return { run_id, seq, kind, ts, body };
+}
+
+/**
+ * One row per approval the batch mentions, its request and its decision merged (one statement may
+ * not touch a row twice). A decision through a grant belongs to the grant's own approval and is
+ * not that approval's answer: left out.
+ */
+function approvalRows(events: readonly RunEvent[]): Record<string, unknown>[] {
+  const rows = new Map<string, Record<string, unknown>>();
+  for (const event of events) {
+    if (event.kind === 'approval_requested') {
+      rows.set(event.approval_id, {
+        state: 'pending',
+        ...rows.get(event.approval_id),
+        approval_id: event.approval_id,
+        run_id: event.run_id,
+        step: event.step,
+        call_id: event.call_id,
+        tool: event.tool,
+        argv: event.argv ?? null,
+        path: event.path ?? null,
+        rule: event.rule,
+        proposals: event.proposals,
+        on_approval: event.on_approval,
+        requested_at: event.ts,
+        expires_at: event.expires_at ?? null,
+      });
+    } else if (event.kind === 'approval_decided' && event.channel !== 'grant') {
+      rows.set(event.approval_id, {
+        ...rows.get(event.approval_id),
+        approval_id: event.approval_id,
+        run_id: event.run_id,
+        state: event.state,
+        scope: event.scope,
+        pattern: event.pattern ?? null,
+        channel: event.channel,
+        answered_by: event.by ?? null,
+        message: event.message ?? null,
+        answered_at: event.answered_at ?? event.ts,
+      });
+    }
+  }
+  return [...rows.values()];
 }

@@ -313,6 +313,69 @@ export function controlStoreContract(name: string, harness: () => ControlStoreHa
       });
     });
 
+    it('keeps what a person was asked and answered (SPEC §19): the mirror, then a sync of both halves, idempotently', async () => {
+      await withStore(harness(), async (store) => {
+        const runsDir = await tempRunsDir();
+        const id = runId('approvals');
+        const [start, ...rest] = succeededRun();
+        const asked: RunEventInput = {
+          kind: 'approval_requested',
+          step: 1,
+          call_id: 'call_9',
+          approval_id: `apr_${id.slice(-6)}x`,
+          tool: 'shell',
+          argv: ['cargo', 'tree'],
+          rule: 'policy.rules[0] (shell "cargo tree": ask)',
+          on_approval: 'park',
+          proposals: [{ label: 'cargo tree', matches: 'exactly', does_not_match: 'more' }],
+        };
+        const answered: RunEventInput = {
+          kind: 'approval_decided',
+          step: 1,
+          call_id: 'call_9',
+          approval_id: `apr_${id.slice(-6)}x`,
+          state: 'denied',
+          scope: 'once',
+          channel: 'http',
+          by: 'ana',
+          message: 'use cargo metadata',
+          answered_at: '2029-01-07T10:05:00Z',
+        };
+        const events = await writeRunlog(runsDir, id, '2029-01-07T10:00:00Z', [
+          start!,
+          asked,
+          answered,
+          ...rest,
+        ]);
+        // The mirror sees the request only (the store went away before the answer); sync adds it.
+        const mirror = new ControlMirror(store);
+        for (const event of events.slice(0, 2)) mirror.onEvent(event);
+        await mirror.close();
+        expect(await store.runApprovals?.(id)).toMatchObject([
+          { state: 'pending', argv: ['cargo', 'tree'], channel: null },
+        ]);
+        const runLogs = new FileRunLogStore(runsDir);
+        await syncRunlogs(store, runLogs);
+        await syncRunlogs(store, runLogs);
+        expect(await store.runApprovals?.(id)).toEqual([
+          {
+            approval_id: `apr_${id.slice(-6)}x`,
+            run_id: id,
+            call_id: 'call_9',
+            tool: 'shell',
+            argv: ['cargo', 'tree'],
+            rule: 'policy.rules[0] (shell "cargo tree": ask)',
+            on_approval: 'park',
+            state: 'denied',
+            scope: 'once',
+            channel: 'http',
+            answered_by: 'ana',
+            message: 'use cargo metadata',
+          },
+        ]);
+      });
+    });
+
     it('knows a run is complete only once it holds its run_end and every line before it', async () => {
       await withStore(harness(), async (store) => {
         const runsDir = await tempRunsDir();
