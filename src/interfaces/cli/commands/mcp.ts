@@ -78,6 +78,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
     registry: fabric.registry,
     runs: fabric.runReadModel(),
     catalog: fabric.catalog,
+    approvals: fabric.approvals,
     resume: (request) => tracked(fabric.resume(request)),
     run: (request) => {
       return tracked(fabric.run(request));
