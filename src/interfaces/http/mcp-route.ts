@@ -14,6 +14,7 @@ export function mcpHandler(fabric: Fabric, hub: RunHub, log: (line: string) => v
     registry: fabric.registry,
     runs: fabric.runReadModel({ live: liveRuns(hub) }),
     catalog: fabric.catalog,
+    approvals: fabric.approvals,
     run: (request) => hub.run(request),
     // As POST /v1/runs/:id/resume: through the hub, so the resumed run is listed, followable
     // over SSE and cancelled on shutdown.

@@ -16,7 +16,23 @@ import type { RunResult } from '../../domain/run-result.ts';
 import { validateWith } from '../../config/schema-tools.ts';
 import type { RunRequest } from '../../application/run/run-request.ts';
 import { FABRIC_VERSION } from '../../composition/version.ts';
-import { FABRIC_TOOLS, GetRunInput, ResumeRunInput, RunTaskInput } from './fabric-tools.ts';
+import {
+  AnswerApprovalInput,
+  FABRIC_TOOLS,
+  GetRunInput,
+  ListApprovalsInput,
+  ResumeRunInput,
+  RunTaskInput,
+} from './fabric-tools.ts';
+import type { ApprovalStore } from '../../application/approvals/approval-store.ts';
+import { answerApproval } from '../../application/approvals/answer-approval.ts';
+import {
+  MCP_CHANNEL,
+  type McpApprovalOptions,
+  approvalView,
+  mcpApprovalOptions,
+  parkedText,
+} from './mcp-approvals.ts';
 import { progressObserver } from './run-progress.ts';
 import { mcpRunSummary } from './get-run-view.ts';
 import { plural } from '../../domain/words.ts';
@@ -30,6 +46,8 @@ export interface FabricMcpServices {
   /** Where `get_run` finds a run: its runlog, or the control plane (a worker's, a queued one). */
   readonly runs: Pick<RunReadModel, 'show'>;
   readonly catalog: ModelCatalog;
+  /** Where `answer_approval` and `list_approvals` read and answer approvals (SPEC §19). */
+  readonly approvals: ApprovalStore;
 }
 
 export interface FabricMcpServerOptions {
@@ -61,22 +79,33 @@ export function createFabricMcpServer(
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: FABRIC_TOOLS as unknown as Tool[] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const args = request.params.arguments ?? {};
+    // Known once the client initialized: whether it can be asked (elicitation) or gets the approval back.
+    const context = () => ({
+      signal: extra.signal,
+      progressToken: request.params._meta?.progressToken,
+      notify: extra.sendNotification,
+      log,
+      approvals: mcpApprovalOptions(server),
+      client: server.getClientVersion()?.name,
+    });
     try {
       switch (request.params.name) {
         case 'run_task':
-          return await runTask(fabric, args, {
-            signal: extra.signal,
-            progressToken: request.params._meta?.progressToken,
-            notify: extra.sendNotification,
-            log,
-          });
+          return await runTask(fabric, args, context());
         case 'resume_run':
-          return await resumeRunTool(fabric, args, {
-            signal: extra.signal,
-            progressToken: request.params._meta?.progressToken,
-            notify: extra.sendNotification,
-            log,
+          return await resumeRunTool(fabric, args, context());
+        case 'answer_approval':
+          return await answerApprovalTool(fabric, args, context());
+        case 'list_approvals': {
+          const input = validateWith(ListApprovalsInput, args);
+          if (!input.ok) return failure(`Invalid arguments for list_approvals: ${input.message}.`);
+          const state = input.value.state ?? 'pending';
+          const records = await fabric.approvals.list({
+            state: state === 'all' ? undefined : state,
+            runId: input.value.run_id,
           });
+          return structured({ approvals: records.map(approvalView) });
+        }
         case 'list_specialists':
           return structured({ specialists: fabric.registry.list() });
         case 'get_run': {
@@ -110,6 +139,8 @@ async function runTask(
     progressToken: string | number | undefined;
     notify: Notify;
     log: (line: string) => void;
+    approvals: McpApprovalOptions;
+    client: string | undefined;
   },
 ): Promise<CallToolResult> {
   const input = validateWith(RunTaskInput, args);
@@ -127,13 +158,11 @@ async function runTask(
     signal: context.signal,
     onModelChosen: (choice) => report(`model: ${choice.model.id} (${choice.reason})`),
     onNotice: (message) => context.log(message),
+    ...context.approvals,
   });
   context.log(`run ${result.run_id} ${result.status} (${plural(result.steps, 'step')}): ${result.runlog}`);
   await sent();
-  return {
-    content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],
-    structuredContent: { ...result },
-  };
+  return runOutcome(fabric, result);
 }
 
 type ToolContext = Parameters<typeof runTask>[2];
@@ -155,12 +184,70 @@ async function resumeRunTool(
     observers: [progressObserver(report)],
     signal: context.signal,
     onNotice: (message) => context.log(message),
+    ...context.approvals,
   });
   context.log(`run ${result.run_id} ${result.status} (${plural(result.steps, 'step')}): ${result.runlog}`);
   await sent();
+  return runOutcome(fabric, result);
+}
+
+/**
+ * `answer_approval`: answers through the one use case (channel `mcp`), then goes on with the
+ * parked run to its end, as resume_run does; a further approval parks it again at once.
+ */
+async function answerApprovalTool(
+  fabric: FabricMcpServices,
+  args: Record<string, unknown>,
+  context: ToolContext,
+): Promise<CallToolResult> {
+  const input = validateWith(AnswerApprovalInput, args);
+  if (!input.ok) return failure(`Invalid arguments for answer_approval: ${input.message}.`);
+  const { approval_id, decision, scope, pattern, message } = input.value;
+  const record = await answerApproval(
+    fabric.approvals,
+    approval_id,
+    {
+      decision,
+      scope,
+      pattern,
+      message,
+      channel: MCP_CHANNEL,
+      ...(context.client === undefined ? {} : { by: `MCP client ${context.client}` }),
+    },
+    new Date(),
+  );
+  context.log(`approval ${record.id} ${record.state} for run ${record.run_id}`);
+  const run = await fabric.runs.show(record.run_id).catch(() => undefined);
+  const waiting = await fabric.approvals.list({ runId: record.run_id, state: 'pending' });
+  if (run?.status !== 'awaiting_approval' || waiting.length > 0) {
+    // The run waits in its own process (a terminal, a worker), or for another approval too.
+    const why =
+      waiting.length > 0
+        ? `run ${record.run_id} waits for approval ${waiting[0]!.id} too; answer it and the run goes on.`
+        : `run ${record.run_id} is ${run?.status ?? 'unknown here'}: it goes on where it waits, not here.`;
+    return {
+      content: [{ type: 'text', text: `Approval ${record.id} ${record.state}; ${why}` }],
+      structuredContent: { approval: approvalView(record) },
+    };
+  }
+  return resumeRunTool(fabric, { run_id: record.run_id }, context);
+}
+
+/** The RunResult; a parked run's approval in full, with how to answer it. */
+async function runOutcome(fabric: FabricMcpServices, result: RunResult): Promise<CallToolResult> {
+  const pending = result.approval === undefined ? undefined : await fabric.approvals.get(result.approval.id);
+  if (result.status !== 'awaiting_approval' || pending === undefined)
+    return {
+      content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],
+      structuredContent: { ...result },
+    };
+  const view = { ...result, approval: approvalView(pending) };
   return {
-    content: [{ type: 'text', text: JSON.stringify(result, null, 2) }],
-    structuredContent: { ...result },
+    content: [
+      { type: 'text', text: parkedText(pending) },
+      { type: 'text', text: JSON.stringify(view, null, 2) },
+    ],
+    structuredContent: view,
   };
 }
 

@@ -48,6 +48,46 @@ export const ResumeRunInput = v.object({
   ),
 });
 
+/** The input of `answer_approval`: as `fabric approvals answer`. */
+export const AnswerApprovalInput = v.object({
+  approval_id: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.description('the approval to answer (as run_task returned it, or list_approvals lists it)'),
+  ),
+  decision: v.pipe(v.picklist(['approve', 'deny']), v.description('approve or deny the call')),
+  scope: v.optional(
+    v.pipe(
+      v.picklist(['once', 'run', 'specialist']),
+      v.description(
+        'once (this call only, the default), run (the pattern for the rest of this run) or specialist (the pattern for this specialist, until revoked)',
+      ),
+    ),
+  ),
+  pattern: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.description(
+        'which proposed pattern a run or specialist grant uses (its index; default 0, the exact call)',
+      ),
+    ),
+  ),
+  message: v.optional(v.pipe(v.string(), v.description('a message to the model with the answer'))),
+});
+
+/** The input of `list_approvals`. */
+export const ListApprovalsInput = v.object({
+  state: v.optional(
+    v.pipe(
+      v.picklist(['pending', 'approved', 'denied', 'expired', 'cancelled', 'all']),
+      v.description('which approvals (default: pending)'),
+    ),
+  ),
+  run_id: v.optional(v.pipe(v.string(), v.minLength(1), v.description("only this run's approvals"))),
+});
+
 const NoInput = v.object({});
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
@@ -57,7 +97,10 @@ const RUN_RESULT_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
     run_id: { type: 'string' },
-    status: { type: 'string', enum: ['succeeded', 'failed', 'max_steps', 'cancelled', 'interrupted'] },
+    status: {
+      type: 'string',
+      enum: ['succeeded', 'failed', 'max_steps', 'cancelled', 'interrupted', 'awaiting_approval'],
+    },
     payload: nullable('object'),
     error: nullable('object'),
     model: { type: 'string' },
@@ -65,6 +108,11 @@ const RUN_RESULT_SCHEMA: JsonSchema = {
     steps: { type: 'integer' },
     usage: { type: 'object' },
     runlog: { type: 'string' },
+    approval: {
+      type: 'object',
+      description:
+        'awaiting_approval: the approval the run waits for (id, tool, argv or path, rule, proposals); answer it with answer_approval',
+    },
   },
   required: ['run_id', 'status', 'payload', 'error', 'model', 'backend', 'steps', 'usage', 'runlog'],
 };
@@ -86,6 +134,20 @@ export const FABRIC_TOOLS = [
       'Goes on with a run whose process stopped (interrupted, cancelled), that ended at its step limit (with max_steps more) or because no backend answered: the same run id, its conversation rebuilt from its runlog, no recorded model turn asked again, no edit or command repeated unless that is safe. A run that cannot go on is a tool error starting with run_not_resumable and saying why and what to do. Returns the RunResult; progress as run_task.',
     inputSchema: jsonSchemaOf(ResumeRunInput),
     outputSchema: RUN_RESULT_SCHEMA,
+  },
+  {
+    name: 'answer_approval',
+    title: 'Answer an approval',
+    description:
+      "Answers the approval a parked run waits for (run_task or resume_run returned status awaiting_approval with the approval's id, command, rule and proposed patterns), then goes on with the run to its end and returns its RunResult; a further approval parks it again and returns at once. A second answer to the same approval is a tool error starting with approval_answered.",
+    inputSchema: jsonSchemaOf(AnswerApprovalInput),
+  },
+  {
+    name: 'list_approvals',
+    title: 'List the approvals',
+    description:
+      'Lists approvals (default: the pending ones), newest first: id, run, specialist, the command or path, the rule, the proposed patterns, the state and the answer.',
+    inputSchema: jsonSchemaOf(ListApprovalsInput),
   },
   {
     name: 'list_specialists',

@@ -52,6 +52,8 @@ describe('fabric mcp, driven by the official SDK client over stdio', () => {
     expect(tools.map((tool) => tool.name)).toEqual([
       'run_task',
       'resume_run',
+      'answer_approval',
+      'list_approvals',
       'list_specialists',
       'get_run',
       'list_models',

@@ -57,6 +57,7 @@ describe('get_run', () => {
         run: (request) => fabric.run(request),
         resume: (request) => fabric.resume(request),
         runs: fabric.runReadModel(),
+        approvals: fabric.approvals,
       });
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
       await mcp.connect(serverSide);

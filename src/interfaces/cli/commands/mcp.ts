@@ -15,9 +15,17 @@ Tools:
   run_task          run a task with a specialist (specialist, task, workspace?, model?,
                     max_steps?); returns the RunResult, with a progress notification per step
                     and tool call when the request has a progressToken; cancelling cancels the run
+  resume_run        go on with a run (run_id, max_steps?, force?), as fabric resume
+  answer_approval   answer the approval a parked run waits for (approval_id, decision,
+                    scope?, pattern?, message?), then go on with the run; returns its result
+  list_approvals    approvals (state?: pending by default, run_id?)
   list_specialists  the configured specialists
   get_run           a run's summary from its runlog (run_id)
   list_models       what every configured backend has
+
+A call a policy rule says "ask" about: a client that declared MCP elicitation is asked inside
+the call; any other gets the run back at once, status awaiting_approval with the approval's id,
+and answers it with answer_approval. An MCP call never waits on an approval nobody sees.
 
 Options:
   -c, --config FILE   the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
@@ -78,6 +86,7 @@ export async function mcpCommand(argv: readonly string[], io: CliIo): Promise<nu
     registry: fabric.registry,
     runs: fabric.runReadModel(),
     catalog: fabric.catalog,
+    approvals: fabric.approvals,
     resume: (request) => tracked(fabric.resume(request)),
     run: (request) => {
       return tracked(fabric.run(request));
