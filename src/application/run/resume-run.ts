@@ -34,6 +34,7 @@ export interface ResumeRequest {
   readonly onApproval?: OnApproval | undefined;
   readonly defaultOnApproval?: OnApproval | undefined;
   readonly approvalPrompt?: ApprovalPrompt | undefined;
+  readonly noWaiting?: boolean | undefined;
 }
 
 export interface ResumeDeps {
@@ -111,6 +112,7 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
       ...(request.onApproval === undefined ? {} : { onApproval: request.onApproval }),
       ...(request.defaultOnApproval === undefined ? {} : { defaultOnApproval: request.defaultOnApproval }),
       ...(request.approvalPrompt === undefined ? {} : { approvalPrompt: request.approvalPrompt }),
+      ...(request.noWaiting === undefined ? {} : { noWaiting: request.noWaiting }),
     });
   } catch (error) {
     // The run's workspace is checked as a requested one: gone, it is a refusal, not a usage error.

@@ -50,6 +50,8 @@ export interface RunRequest {
   readonly defaultOnApproval?: OnApproval | undefined;
   /** The terminal's prompt, for `wait`. */
   readonly approvalPrompt?: ApprovalPrompt | undefined;
+  /** Nothing may wait here (MCP without elicitation): a `wait` the config asks for parks instead. */
+  readonly noWaiting?: boolean | undefined;
 }
 
 /** Runs a task end to end; errors before the run starts (bad specialist, workspace, model) are thrown. */

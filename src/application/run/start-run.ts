@@ -330,13 +330,15 @@ export class RunStarter {
         : {
             approvals: {
               store: this.#deps.approvals,
-              mode:
+              mode: approvalMode(
                 request.onApproval ??
-                specialistConfig.policy?.on_approval ??
-                settings.onApproval ??
-                request.defaultOnApproval ??
-                // HTTP, MCP, the daemon, workers and embedders: the run parks, nothing waits (SPEC §19).
-                'park',
+                  specialistConfig.policy?.on_approval ??
+                  settings.onApproval ??
+                  request.defaultOnApproval ??
+                  // HTTP, MCP, the daemon, workers and embedders: the run parks, nothing waits (SPEC §19).
+                  'park',
+                request.noWaiting === true,
+              ),
               timeoutS: specialistConfig.policy?.approval_timeout_s ?? settings.approvalTimeoutS,
               specialist: request.specialist,
               prompt: request.approvalPrompt,
@@ -362,4 +364,9 @@ async function samePack(pack: SpecialistPack, request: RunRequest): Promise<void
     `Run ${request.runId} cannot be resumed: the pack of specialist "${request.specialist}" changed since it started (its system prompt is not the one the run sent). Resume it with --force to go on with the new pack, or start a new run.`,
     { details: { reason: 'pack_changed' } },
   );
+}
+
+/** A channel where nothing may wait turns a `wait` into a `park` (an MCP call never hangs). */
+function approvalMode(mode: OnApproval, noWaiting: boolean): OnApproval {
+  return mode === 'wait' && noWaiting ? 'park' : mode;
 }

@@ -230,7 +230,28 @@ async function answerApprovalTool(
       structuredContent: { approval: approvalView(record) },
     };
   }
-  return resumeRunTool(fabric, { run_id: record.run_id }, context);
+  try {
+    return await resumeRunTool(fabric, { run_id: record.run_id }, context);
+  } catch (error) {
+    // A server that saw the answer first resumed it (SPEC §19): it goes on there, not twice.
+    if (
+      !(
+        error instanceof FabricError &&
+        error.code === 'run_not_resumable' &&
+        error.details.reason === 'alive'
+      )
+    )
+      throw error;
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `Approval ${record.id} ${record.state}; run ${record.run_id} goes on in its server.`,
+        },
+      ],
+      structuredContent: { approval: approvalView(record) },
+    };
+  }
 }
 
 /** The RunResult; a parked run's approval in full, with how to answer it. */

@@ -21,6 +21,7 @@ export interface McpApprovalOptions {
   readonly onApproval?: OnApproval | undefined;
   readonly defaultOnApproval: OnApproval;
   readonly approvalPrompt?: ApprovalPrompt | undefined;
+  readonly noWaiting?: boolean | undefined;
 }
 
 /**
@@ -28,7 +29,9 @@ export interface McpApprovalOptions {
  * Without: the run parks unless the config says otherwise, and the tool returns at once.
  */
 export function mcpApprovalOptions(server: Server): McpApprovalOptions {
-  if (server.getClientCapabilities()?.elicitation === undefined) return { defaultOnApproval: 'park' };
+  // Nobody to ask: a config's `wait` parks too, so the call returns at once (it never hangs).
+  if (server.getClientCapabilities()?.elicitation === undefined)
+    return { defaultOnApproval: 'park', noWaiting: true };
   return { onApproval: 'wait', defaultOnApproval: 'park', approvalPrompt: elicitingPrompt(server) };
 }
 
