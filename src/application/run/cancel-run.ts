@@ -27,6 +27,8 @@ export interface CancelRunDeps {
   readonly waitMs?: number;
   /** How often to look at a worker's run while waiting. Default 200 ms. */
   readonly pollMs?: number;
+  /** Ends a run parked on an approval (SPEC §19): no process runs it. */
+  readonly cancelParked?: (runId: string) => Promise<void>;
 }
 
 /**
@@ -57,6 +59,10 @@ export async function cancelRun(deps: CancelRunDeps, runId: string): Promise<Can
     return ended ? { kind: 'ended', record: await deps.show(runId) } : { kind: 'cancelling' };
   }
   const record = await deps.show(runId);
+  if (record.status === 'awaiting_approval' && deps.cancelParked !== undefined) {
+    await deps.cancelParked(record.run_id);
+    return { kind: 'ended', record: await deps.show(runId) };
+  }
   const queue = await deps.queue();
   if (queue === null || !(record.status === 'queued' || (record.status === 'running' && !record.live)))
     return { kind: 'not_active', record };

@@ -4,18 +4,15 @@
  * the next approval it needs.
  */
 import { ParkedRuns } from '../../application/approvals/parked-runs.ts';
+import { isParkedRun } from '../../application/approvals/cancel-parked.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import type { RunHub } from './run-hub.ts';
 
 export function parkedRunsFor(fabric: Fabric, hub: RunHub, log: (line: string) => void): ParkedRuns {
   return new ParkedRuns({
     approvals: fabric.approvals,
-    isParked: async (runId) => {
-      if (hub.get(runId) !== undefined) return false;
-      const contents = await fabric.runLogStore.read(runId).catch(() => undefined);
-      const last = contents?.events.at(-1);
-      return last?.kind === 'run_end' && last.status === 'awaiting_approval';
-    },
+    isParked: async (runId) =>
+      hub.get(runId) === undefined && (await isParkedRun(fabric.runLogStore, runId).catch(() => false)),
     resume: async (runId) => {
       const backlog = (await fabric.runLogStore.read(runId)).events;
       const live = await hub.resume(runId, backlog, (observer, signal) =>

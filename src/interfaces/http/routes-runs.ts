@@ -1,3 +1,4 @@
+import { cancelParkedRun } from '../../application/approvals/cancel-parked.ts';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Hono } from 'hono';
@@ -187,6 +188,12 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
         },
         show: (runId) => runs.show(runId),
         queue: () => fabric.runQueue(),
+        cancelParked: (runId) =>
+          cancelParkedRun(
+            { runLogStore: fabric.runLogStore, approvals: fabric.approvals, now: () => new Date() },
+            runId,
+            'http',
+          ),
       },
       id,
     );

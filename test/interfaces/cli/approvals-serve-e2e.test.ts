@@ -173,6 +173,37 @@ describe('a run parked on an approval, over HTTP', () => {
     expect(events.some((event) => event.kind === 'tool_started' || event.kind === 'tool_result')).toBe(false);
   }, 240_000);
 
+  it('cancelling a parked run ends it cancelled, its approval too, and nothing resumes it', async () => {
+    sandbox = await makeSandbox(config());
+    const workspace = await exampleCrate();
+    llm = await startFakeLlmServer({
+      flavor: 'lm_studio',
+      models: [{ id: MODEL, toolUse: true }],
+      script: [TREE, FINISH],
+    });
+    const env = testEnv(sandbox, llm.url);
+    const { url } = await serve(env);
+    const { runId, approval } = await parkedRun(url, workspace);
+    const cancelled = await fetch(`${url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+    expect(cancelled.status, await cancelled.clone().text()).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ run_id: runId, status: 'cancelled' });
+    const record = (await (await fetch(`${url}/v1/approvals/${approval}`)).json()) as Record<string, unknown>;
+    expect(record).toMatchObject({ state: 'cancelled', answer: { channel: 'http' } });
+    const late = await fetch(`${url}/v1/approvals/${approval}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'approve' }),
+    });
+    expect(late.status).toBe(409);
+    // Past the server's poll for answers: still ended, never resumed, the model never asked again.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const events = await new KilledRuns(sandbox, env).events(runId);
+    expect(events.map((event) => event.kind).slice(-2)).toEqual(['approval_decided', 'run_end']);
+    expect(events.at(-1)).toMatchObject({ kind: 'run_end', status: 'cancelled' });
+    expect(events.some((event) => event.kind === 'run_resumed')).toBe(false);
+    expect(llm.chatRequests()).toHaveLength(1);
+  }, 240_000);
+
   it('an approval that expires resumes the run by itself, and the model is told it was not a refusal', async () => {
     sandbox = await makeSandbox(config({ approval_timeout_s: 1 }));
     const workspace = await exampleCrate();
