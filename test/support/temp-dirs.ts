@@ -7,7 +7,10 @@ const dirs: string[] = [];
 
 // Registered once per test file (vitest evaluates this module per file): nothing is left in /tmp.
 afterAll(async () => {
-  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  // Retried: a process a test stopped may still be finishing a write inside (ENOTEMPTY under load).
+  await Promise.all(
+    dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 })),
+  );
 });
 
 /** A fresh temp directory, removed when the test file is done. */
