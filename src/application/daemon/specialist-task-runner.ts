@@ -58,6 +58,10 @@ export class SpecialistTaskRunner implements TaskRunner {
           modelFrom: model !== undefined ? 'daemon.models' : this.#options.modelFrom,
           observers: this.#options.observers(),
           signal,
+          // The daemon's one work tree holds the run's edits: a parked run would stop every
+          // change behind it, so a call that needs approval is refused at once unless
+          // policy.on_approval says wait (SPEC §19; docs/approvals.md).
+          defaultOnApproval: 'deny',
           ...(runId === undefined ? {} : { runId }),
           ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
         }),
@@ -76,6 +80,7 @@ export class SpecialistTaskRunner implements TaskRunner {
             run: runId,
             observers: this.#options.observers(),
             signal,
+            defaultOnApproval: 'deny',
             ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
           }),
         signal,

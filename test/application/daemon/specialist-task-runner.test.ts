@@ -36,6 +36,8 @@ describe('SpecialistTaskRunner', () => {
       task: 'Implement 1.1',
       workspace: '/repo',
       model: 'coder',
+      // Its one work tree holds the run's edits: a call that needs approval is refused, never parked.
+      defaultOnApproval: 'deny',
     });
   });
 
