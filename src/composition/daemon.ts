@@ -14,6 +14,7 @@ import {
 import type { StampedDaemonEvent } from '../application/daemon/daemon-events.ts';
 import { type DaemonTaskSink, isDaemonTaskSink } from '../application/daemon/daemon-ports.ts';
 import { DaemonStatusReader } from '../application/daemon/daemon-status-reader.ts';
+import { cancelParkedRun } from '../application/approvals/cancel-parked.ts';
 import { SpecialistTaskRunner } from '../application/daemon/specialist-task-runner.ts';
 import type { RunObserver } from '../application/ports.ts';
 import type { FabricConfig } from '../config/load.ts';
@@ -102,6 +103,16 @@ export async function createCompletionDaemon(
       run: (request) => fabric.run(request),
       resume: (request) => fabric.resume(request),
       refreshCatalog: () => fabric.refreshCatalog(),
+      parking: {
+        approvals: fabric.approvals,
+        runEvents: async (runId) => (await fabric.runLogStore.read(runId)).events,
+        cancelParked: (runId) =>
+          cancelParkedRun(
+            { runLogStore: fabric.runLogStore, approvals: fabric.approvals, now: () => new Date() },
+            runId,
+            'daemon',
+          ),
+      },
     },
     {
       specialist,

@@ -246,6 +246,16 @@ export function describeCall(record: Pick<ApprovalRecord, 'tool' | 'argv' | 'pat
   return `this ${record.tool} call`;
 }
 
+/** The call as a status line shows it, unquoted: the argv, else the tool and its path. */
+export function callText(record: {
+  readonly tool: string;
+  readonly argv?: readonly string[] | undefined;
+  readonly path?: string | undefined;
+}): string {
+  if (record.argv !== undefined) return record.argv.join(' ');
+  return record.path === undefined ? record.tool : `${record.tool} ${record.path}`;
+}
+
 /** True for a tool whose argv the policy reads (the command tool). */
 export function isCommandSubject(subject: Pick<ApprovalSubject, 'tool' | 'argv'>): boolean {
   return subject.tool === COMMAND_TOOL && subject.argv !== undefined;

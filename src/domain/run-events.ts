@@ -45,6 +45,12 @@ export interface RunEventBodies {
     /** What the caller labelled the run with (a battery and its cell, the daemon's task). */
     tags?: Readonly<Record<string, string>>;
     /**
+     * Who alone goes on with the run once it is parked or left (SPEC §19): `daemon`, the OpenSpec
+     * daemon of its workspace, which sets a parked run's edits aside and brings them back itself.
+     * Absent: any process that can reach the workspace.
+     */
+    resumer?: string;
+    /**
      * The model profile the run used (SPEC §16): the globs that matched (config first), where the
      * shipped settings come from, the settings, and the think level actually sent (absent when
      * the model is not known to think).

@@ -19,6 +19,21 @@ export async function isParkedRun(runLogStore: RunLogStore, runId: string): Prom
   return last?.kind === 'run_end' && last.status === 'awaiting_approval';
 }
 
+/**
+ * True when the run's record ends parked and any process may go on with it: not one whose
+ * `run_start` names its own resumer (the OpenSpec daemon, which holds its edits aside).
+ */
+export async function isParkedForAnyone(runLogStore: RunLogStore, runId: string): Promise<boolean> {
+  const events = (await runLogStore.read(runId)).events;
+  const last = events.at(-1);
+  const start = events.find((event) => event.kind === 'run_start');
+  return (
+    last?.kind === 'run_end' &&
+    last.status === 'awaiting_approval' &&
+    (start?.kind !== 'run_start' || start.resumer === undefined)
+  );
+}
+
 /** Ends a parked run `cancelled`; `channel` says through which (http, cli, mcp). */
 export async function cancelParkedRun(deps: CancelParkedDeps, runId: string, channel: string): Promise<void> {
   const contents = await deps.runLogStore.read(runId);

@@ -3,6 +3,7 @@
  * what it came to in a discriminated outcome, and the task loop (task-work.ts) handles each kind
  * in an exhaustive switch, as the run loop does with its `StepOutcome`.
  */
+import { callText } from '../../domain/approvals.ts';
 import type { Clock } from '../ports.ts';
 import type { DaemonEvent } from './daemon-events.ts';
 import type { TaskRunner, ValidationReport, Validator } from './daemon-ports.ts';
@@ -13,6 +14,15 @@ import { recordView } from './daemon-status.ts';
 export type AttemptOutcome =
   /** Stopped (SIGINT/SIGTERM, or the run was cancelled): the tree goes back, the task stays pending. */
   | { readonly kind: 'cancelled' }
+  /**
+   * The run is parked on an approval (SPEC §19): no attempt spent yet; the daemon sets its edits
+   * aside and goes on with other changes until the approval is answered.
+   */
+  | {
+      readonly kind: 'parked';
+      readonly runId: string;
+      readonly approval: { readonly id: string; readonly call: string };
+    }
   /** No model reachable: no attempt was spent; the daemon waits and tries again. */
   | { readonly kind: 'backend_down'; readonly message: string }
   /** The interrupted attempt's run cannot go on (why): no attempt was spent; the daemon starts it again. */
@@ -120,6 +130,14 @@ export async function runStep(ports: AttemptPorts, input: AttemptInput): Promise
   if (started.kind === 'backend_down') return { kind: 'backend_down', message: started.message };
   ports.backendUp();
   const { result } = started;
+  if (result.status === 'awaiting_approval' && result.approval !== undefined) {
+    // Not an attempt yet: it is counted (its tokens, its model) when the run ends after the answer.
+    return {
+      kind: 'parked',
+      runId: result.run_id,
+      approval: { id: result.approval.id, call: callText(result.approval) },
+    };
+  }
   record.attempts = attempt;
   record.run_in_flight = null;
   record.run_ids.push(result.run_id);

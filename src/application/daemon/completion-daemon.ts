@@ -1,7 +1,6 @@
 import { errorMessage } from '../../domain/errors.ts';
 import type { AutoEscalation } from '../models/auto-escalation.ts';
 import type { Clock } from '../ports.ts';
-import { sleep } from './abortable-sleep.ts';
 import type {
   ClippyCounter,
   DaemonStateStore,
@@ -15,6 +14,13 @@ import { type DaemonState, emptyState } from './daemon-state.ts';
 import { findRecord, recordView, taskView } from './daemon-status.ts';
 import { type OpenSpecSource, workOrder } from './openspec.ts';
 import type { Repository } from './repository.ts';
+import {
+  type ParkingContext,
+  idleUntilAnswered,
+  isWaiting,
+  restoreSetAside,
+  settleParked,
+} from './parked-task.ts';
 import { type TaskWorkContext, workTask } from './task-work.ts';
 
 /** Everything the daemon works through (ports only: SPEC §2). */
@@ -73,10 +79,14 @@ interface Interrupted {
   readonly runId: string;
 }
 
-/** How a daemon ended: cancelled (SIGINT/SIGTERM) or after `--once`, and how many tasks are blocked. */
+/**
+ * How a daemon ended: cancelled (SIGINT/SIGTERM) or after `--once`, how many tasks are blocked,
+ * and how many wait for an approval (their runs parked, SPEC §19).
+ */
 export interface DaemonOutcome {
   readonly cancelled: boolean;
   readonly blocked: number;
+  readonly awaitingApproval: number;
 }
 
 /**
@@ -115,6 +125,8 @@ export class CompletionDaemon {
     let started = false;
     try {
       this.#state = (await this.#deps.state.load()) ?? this.#state;
+      // Killed as it parked a run: the tree still holds exactly what was set aside.
+      await restoreSetAside(this.#state, git);
       const interrupted = await this.#findInterrupted();
       // The tree as the killed attempt left it is its work, and the resumed run goes on with it.
       await git.ensureReady({ dirtyOk: interrupted !== null });
@@ -142,7 +154,8 @@ export class CompletionDaemon {
         if (outcome === 'cancelled' || signal.aborted) return this.#stop('cancelled');
         if (this.#options.once) return this.#stop('once');
         this.#emit({ event: 'idle', next_scan_s: Math.round(this.#options.intervalMs / 1000) });
-        await sleep(this.#options.intervalMs, signal);
+        // An approval answered meanwhile ends the wait within a second: its run goes on.
+        await idleUntilAnswered(this.#parkingContext(), this.#state, this.#options.intervalMs, signal);
         if (signal.aborted) return this.#stop('cancelled');
       }
     } finally {
@@ -155,15 +168,18 @@ export class CompletionDaemon {
   }
 
   #stop(reason: 'once' | 'cancelled'): DaemonOutcome {
-    const blocked = this.#state.tasks.filter((task) => task.status === 'blocked').length;
-    this.#emit({ event: 'daemon_stop', reason, blocked });
-    return { cancelled: reason === 'cancelled', blocked };
+    const count = (status: string) => this.#state.tasks.filter((task) => task.status === status).length;
+    const blocked = count('blocked');
+    const awaitingApproval = count('awaiting_approval');
+    this.#emit({ event: 'daemon_stop', reason, blocked, awaiting_approval: awaitingApproval });
+    return { cancelled: reason === 'cancelled', blocked, awaitingApproval };
   }
 
   /** One scan: every change in name order, each change's tasks in document order, sub-tasks first. */
   async #pass(signal: AbortSignal): Promise<'idle' | 'cancelled'> {
     const scan = await this.#deps.openspec.scan();
     const wanted = (id: string) => this.#options.changes.length === 0 || this.#options.changes.includes(id);
+    await settleParked(this.#parkingContext(), this.#state, scan, wanted);
     for (const problem of scan.unreadable) {
       if (wanted(problem.id))
         this.#emit({ event: 'change_unreadable', change: problem.id, message: problem.message });
@@ -181,6 +197,17 @@ export class CompletionDaemon {
           stopped = true;
           break;
         }
+        const parked = record?.status === 'awaiting_approval' && record.text === task.text;
+        if (parked && (await isWaiting(this.#parkingContext(), record))) {
+          this.#emit({
+            event: 'change_stopped',
+            change: change.id,
+            task: task.id,
+            reason: 'awaiting_approval',
+          });
+          stopped = true;
+          break;
+        }
         const resume = this.#takeInterrupted(change.id, task.id);
         // The baseline needs the tree at HEAD: a resumed attempt is judged without one.
         if (resume === undefined) baseline ??= await this.#baseline(change.id, signal);
@@ -188,10 +215,21 @@ export class CompletionDaemon {
         if (signal.aborted) return 'cancelled';
         const outcome = await workTask(
           this.#taskContext(),
-          { change, task, done, baseline: judged, resume },
+          { change, task, done, baseline: judged, resume, parked },
           signal,
         );
         if (outcome === 'cancelled') return 'cancelled';
+        if (outcome === 'parked') {
+          // Its edits are set aside and the tree is clean: the other changes go on.
+          this.#emit({
+            event: 'change_stopped',
+            change: change.id,
+            task: task.id,
+            reason: 'awaiting_approval',
+          });
+          stopped = true;
+          break;
+        }
         if (outcome === 'blocked') {
           this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
           stopped = true;
@@ -204,12 +242,13 @@ export class CompletionDaemon {
       if (!stopped && finished > 0 && (await this.#finishChange(change.id, signal)) === 'cancelled')
         return 'cancelled';
     }
-    const counts = { done: 0, pending: 0, blocked: 0 };
+    const counts = { done: 0, pending: 0, blocked: 0, awaiting_approval: 0 };
     for (const change of (await this.#deps.openspec.scan()).changes.filter((c) => wanted(c.id))) {
       for (const task of change.tasks) {
         const view = taskView(change.id, task, findRecord(this.#state, change.id, task.id), true);
         if (view.status === 'done') counts.done += 1;
         else if (view.status === 'blocked') counts.blocked += 1;
+        else if (view.status === 'awaiting_approval') counts.awaiting_approval += 1;
         else counts.pending += 1;
       }
     }
@@ -305,6 +344,18 @@ export class CompletionDaemon {
       });
     }
     return failed ?? new Set();
+  }
+
+  /** What parking a task's run reaches. */
+  #parkingContext(): ParkingContext {
+    return {
+      runner: this.#deps.runner,
+      git: this.#deps.git,
+      clock: this.#deps.clock,
+      state: this.#state,
+      save: () => this.#save(),
+      emit: (event) => this.#emit(event),
+    };
   }
 
   /** What the work on a task reaches: the ports, the settings, the state as it is now. */

@@ -67,12 +67,28 @@ export type DaemonEvent =
       /** The validation failed and is run again before the attempt is spent. */
       readonly rerun: boolean;
     }
-  /** An attempt a killed daemon left, going on under its run id: no attempt spent. */
+  /**
+   * An attempt going on under its run id, no attempt spent: one a killed daemon left, or one
+   * parked on an approval now answered (`after_approval`, its edits brought back).
+   */
   | {
       readonly event: 'task_resumed';
       readonly task: DaemonTaskView;
       readonly attempt: number;
       readonly run_id: string;
+      readonly after_approval?: string;
+    }
+  /**
+   * The task's run is parked on an approval (SPEC §19): its edits set aside under `ref`, the tree
+   * clean; the daemon goes on with other changes, and with this one once the approval is answered.
+   */
+  | {
+      readonly event: 'task_parked';
+      readonly task: DaemonTaskView;
+      readonly run_id: string;
+      readonly approval_id: string;
+      readonly call: string;
+      readonly ref: string;
     }
   /** An interrupted attempt that cannot go on, and why: the daemon does as without resume. */
   | {
@@ -131,9 +147,21 @@ export type DaemonEvent =
       readonly commit: string | null;
       readonly output: string;
     }
-  | { readonly event: 'pass_end'; readonly done: number; readonly pending: number; readonly blocked: number }
+  | {
+      readonly event: 'pass_end';
+      readonly done: number;
+      readonly pending: number;
+      readonly blocked: number;
+      readonly awaiting_approval: number;
+    }
   | { readonly event: 'idle'; readonly next_scan_s: number }
-  | { readonly event: 'daemon_stop'; readonly reason: 'once' | 'cancelled'; readonly blocked: number };
+  | {
+      readonly event: 'daemon_stop';
+      readonly reason: 'once' | 'cancelled';
+      readonly blocked: number;
+      /** Tasks whose run is parked on an approval nobody answered yet. */
+      readonly awaiting_approval: number;
+    };
 
 /** An event with the time it happened. */
 export type StampedDaemonEvent = DaemonEvent & { readonly ts: string };

@@ -27,7 +27,25 @@ export interface TaskRunner {
    * cannot resume, and the daemon starts the attempt again as before.
    */
   resume?(runId: string, signal: AbortSignal): Promise<TaskResumeResult>;
+  /**
+   * Where a run parked on an approval stands (SPEC §19); a runner without it cannot park runs,
+   * and the daemon refuses a call that needs approval at once instead.
+   */
+  parked?(runId: string): Promise<ParkedRunState>;
+  /** Ends a parked run `cancelled` (its task went away, or its edits no longer apply). */
+  cancelParked?(runId: string): Promise<void>;
 }
+
+/** Where a parked run stands: waiting for a person, answered (it may go on), or ended elsewhere. */
+export type ParkedRunState =
+  | {
+      readonly kind: 'waiting';
+      /** The approval it waits for, and the call as a person sees it (`cargo tree`, `write_file Cargo.lock`). */
+      readonly approval: { readonly id: string; readonly call: string };
+    }
+  | { readonly kind: 'answered' }
+  /** No longer parked: cancelled (`fabric cancel`, HTTP), or gone on with by hand (`--force`). */
+  | { readonly kind: 'ended'; readonly status: string };
 
 /** The outcome of the validation commands. */
 export interface ValidationReport {

@@ -1,7 +1,22 @@
 /** The daemon's own record of its work (SPEC §11): kept outside the repository, read by `daemon status`. */
 
 /** A task's status as status and `--json` show it. */
-export type DaemonTaskStatus = 'done' | 'pending' | 'blocked' | 'running';
+export type DaemonTaskStatus = 'done' | 'pending' | 'blocked' | 'running' | 'awaiting_approval';
+
+/**
+ * A task whose run is parked on an approval (SPEC §19): its edits are set aside under `ref` and
+ * the tree is clean, so the daemon goes on with other changes; answered, they are brought back
+ * and the run goes on.
+ */
+export interface ParkedTask {
+  readonly run_id: string;
+  readonly approval_id: string;
+  /** The call as a person sees it: `cargo tree -e features`, `write_file Cargo.lock`. */
+  readonly call: string;
+  /** Where the run's edits are kept (`refs/fabric/parked/<run>`). */
+  readonly ref: string;
+  readonly since: string;
+}
 
 /** What the daemon knows of one task it worked on. */
 export interface DaemonTaskRecord {
@@ -18,6 +33,8 @@ export interface DaemonTaskRecord {
   run_in_flight?: string | null;
   /** The model of each attempt's run, in order (escalation: SPEC §11.1). */
   models?: string[];
+  /** Set while the task's run is parked on an approval (`awaiting_approval`). */
+  parked?: ParkedTask | null;
   commit: string | null;
   /** The last failure (compiler, tests, run error, commit hook) when blocked or retrying. */
   diagnostics: string | null;

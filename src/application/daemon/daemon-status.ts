@@ -10,6 +10,8 @@ export interface DaemonTaskView {
   readonly attempts: number;
   readonly run_ids: readonly string[];
   readonly commit: string | null;
+  /** While `awaiting_approval`: the approval its run waits for, and the call. */
+  readonly approval?: { readonly id: string; readonly call: string; readonly run_id: string };
 }
 
 /** Code-quality and cost figures of a task the daemon finished or blocked. */
@@ -57,6 +59,7 @@ export interface DaemonStatus {
     readonly done: number;
     readonly pending: number;
     readonly blocked: number;
+    readonly awaiting_approval: number;
     readonly tasks: readonly DaemonTaskView[];
     /** Why the change could not be read (file and line); its tasks are then unknown. */
     readonly error?: string;
@@ -95,7 +98,15 @@ export function taskView(
     attempts: own?.attempts ?? 0,
     run_ids: own?.run_ids ?? [],
     commit: own?.commit ?? null,
+    ...approvalOf(status === 'awaiting_approval' ? own : undefined),
   };
+}
+
+/** The approval a parked task's run waits for, as the views show it. */
+function approvalOf(record: DaemonTaskRecord | undefined): Pick<DaemonTaskView, 'approval'> {
+  const parked = record?.parked;
+  if (parked === undefined || parked === null) return {};
+  return { approval: { id: parked.approval_id, call: parked.call, run_id: parked.run_id } };
 }
 
 /** The view of a task the daemon is working on, from its record (the daemon's events). */
@@ -108,6 +119,7 @@ export function recordView(record: DaemonTaskRecord): DaemonTaskView {
     attempts: record.attempts,
     run_ids: [...record.run_ids],
     commit: record.commit,
+    ...approvalOf(record.status === 'awaiting_approval' ? record : undefined),
   };
 }
 
@@ -138,6 +150,7 @@ export function buildStatus(
         done: count('done'),
         pending: count('pending') + count('running'),
         blocked: count('blocked'),
+        awaiting_approval: count('awaiting_approval'),
         tasks,
       };
     }),
@@ -146,6 +159,7 @@ export function buildStatus(
       done: 0,
       pending: 0,
       blocked: 0,
+      awaiting_approval: 0,
       tasks: [],
       error: u.message,
     })),

@@ -28,4 +28,20 @@ export interface Repository {
   changedFiles(): Promise<readonly string[]>;
   /** Commits everything in the work tree (the task's work and its tick), hooks included. */
   commit(message: string): Promise<{ readonly commit: string; readonly size: ChangeSize }>;
+  /**
+   * Sets the work tree's changes aside (SPEC §19: a run parked on an approval): a commit on HEAD
+   * of everything `commit` would take, untracked files included, kept under a ref named for
+   * `name` outside the branches and the stash. The tree is left as it is; returns the ref.
+   */
+  setAside(name: string, message: string): Promise<string>;
+  /**
+   * Brings changes set aside back onto the clean tree at HEAD, merged with what was committed
+   * since (three-way), uncommitted as the run left them. When they clash, the tree is put back
+   * clean and the reason names the files; the ref is kept either way.
+   */
+  bringBack(ref: string): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
+  /** True when the work tree holds exactly what `ref` set aside, at the commit it was set aside on. */
+  holdsAside(ref: string): Promise<boolean>;
+  /** Forgets changes set aside (their ref). */
+  dropAside(ref: string): Promise<void>;
 }

@@ -4,10 +4,16 @@
  */
 import { FabricError } from '../../domain/errors.ts';
 import type { RunResult } from '../../domain/run-result.ts';
+import { callText } from '../../domain/approvals.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
+import type { ApprovalStore } from '../approvals/approval-store.ts';
 import type { RunObserver } from '../ports.ts';
 import type { ResumeRequest } from '../run/resume-run.ts';
 import type { RunTask } from '../run/run-request.ts';
-import type { TaskResumeResult, TaskRunner, TaskRunResult } from './daemon-ports.ts';
+import type { ParkedRunState, TaskResumeResult, TaskRunner, TaskRunResult } from './daemon-ports.ts';
+
+/** The resumer the daemon's runs name (`run_start.resumer`): nobody else goes on with them. */
+export const DAEMON_RESUMER = 'daemon';
 
 /** Errors that mean no model can be reached: the daemon waits, and spends no attempt on them. */
 const BACKEND_DOWN = new Set(['backend_unavailable', 'model_not_found']);
@@ -20,6 +26,12 @@ export interface SpecialistTaskRunnerPorts {
   readonly resume?: (request: ResumeRequest) => Promise<RunResult>;
   /** Forgets what the backends were last seen to have, so the next run asks them again. */
   readonly refreshCatalog: () => void;
+  /** Parking (SPEC §19): the approvals, a run's record, and ending a parked run. Absent: runs never park. */
+  readonly parking?: {
+    readonly approvals: Pick<ApprovalStore, 'list'>;
+    readonly runEvents: (runId: string) => Promise<readonly RunEvent[]>;
+    readonly cancelParked: (runId: string) => Promise<void>;
+  };
 }
 
 /** Which runs the daemon starts, and who watches them. */
@@ -58,10 +70,7 @@ export class SpecialistTaskRunner implements TaskRunner {
           modelFrom: model !== undefined ? 'daemon.models' : this.#options.modelFrom,
           observers: this.#options.observers(),
           signal,
-          // The daemon's one work tree holds the run's edits: a parked run would stop every
-          // change behind it, so a call that needs approval is refused at once unless
-          // policy.on_approval says wait (SPEC §19; docs/approvals.md).
-          defaultOnApproval: 'deny',
+          ...this.#approvalDefaults(),
           ...(runId === undefined ? {} : { runId }),
           ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
         }),
@@ -80,7 +89,7 @@ export class SpecialistTaskRunner implements TaskRunner {
             run: runId,
             observers: this.#options.observers(),
             signal,
-            defaultOnApproval: 'deny',
+            ...this.#approvalDefaults(),
             ...(this.#options.onNotice === undefined ? {} : { onNotice: this.#options.onNotice }),
           }),
         signal,
@@ -90,6 +99,34 @@ export class SpecialistTaskRunner implements TaskRunner {
       if (error instanceof FabricError) return { kind: 'not_resumable', reason: error.message };
       throw error;
     }
+  }
+
+  async parked(runId: string): Promise<ParkedRunState> {
+    const parking = this.#ports.parking;
+    if (parking === undefined) return { kind: 'ended', status: 'unknown' };
+    const last = (await parking.runEvents(runId)).at(-1);
+    if (last?.kind !== 'run_end') return { kind: 'ended', status: 'running' };
+    if (last.status !== 'awaiting_approval') return { kind: 'ended', status: last.status };
+    const pending = await parking.approvals.list({ runId, state: 'pending' });
+    const first = pending[0];
+    return first === undefined
+      ? { kind: 'answered' }
+      : { kind: 'waiting', approval: { id: first.id, call: callText(first) } };
+  }
+
+  async cancelParked(runId: string): Promise<void> {
+    await this.#ports.parking?.cancelParked(runId);
+  }
+
+  /**
+   * A call that needs approval parks the run (SPEC §19): the daemon sets its edits aside and goes
+   * on with other changes, and only the daemon resumes it. A daemon that cannot park refuses
+   * the call at once (`deny`); `policy.on_approval` overrides either.
+   */
+  #approvalDefaults() {
+    return this.#ports.parking === undefined
+      ? ({ defaultOnApproval: 'deny' } as const)
+      : ({ defaultOnApproval: 'park', resumer: DAEMON_RESUMER } as const);
   }
 
   async #guarded(start: () => Promise<RunResult>, signal: AbortSignal): Promise<TaskRunResult> {

@@ -16,10 +16,14 @@ import { type DaemonState, type DaemonTaskRecord, freshRecord } from './daemon-s
 import { recordView } from './daemon-status.ts';
 import type { OpenSpecChange, OpenSpecSource, OpenSpecTask } from './openspec.ts';
 import type { Repository } from './repository.ts';
+import { parkTask, unparkTask } from './parked-task.ts';
 import { buildTaskText } from './task-text.ts';
 
-/** How the work on a task ended; the pass stops the task's change unless it is `done`. */
-export type TaskOutcome = 'done' | 'blocked' | 'cancelled';
+/**
+ * How the work on a task ended; the pass stops the task's change unless it is `done` (`parked`:
+ * its run waits for an approval, its edits set aside, and the daemon goes on with other changes).
+ */
+export type TaskOutcome = 'done' | 'blocked' | 'cancelled' | 'parked';
 
 /** What working on a task reaches: the daemon's ports, its settings, and its state and reports. */
 export interface TaskWorkContext {
@@ -27,7 +31,10 @@ export interface TaskWorkContext {
   readonly validator: Validator;
   readonly clippy: ClippyCounter | undefined;
   readonly openspec: Pick<OpenSpecSource, 'tick'>;
-  readonly git: Pick<Repository, 'restore' | 'commit' | 'changedFiles' | 'ensureReady'>;
+  readonly git: Pick<
+    Repository,
+    'restore' | 'commit' | 'changedFiles' | 'ensureReady' | 'setAside' | 'bringBack' | 'dropAside'
+  >;
   readonly clock: Clock;
   /** The daemon's state: the task's record goes in it, and the backend's health. */
   readonly state: DaemonState;
@@ -59,6 +66,8 @@ export interface TaskItem {
   readonly baseline: ReadonlySet<string>;
   /** The run of the attempt a killed daemon left on this task: it goes on (SPEC §18). */
   readonly resume?: string | undefined;
+  /** The task's run is parked on an approval (its record says where its edits are): take it up. */
+  readonly parked?: boolean | undefined;
 }
 
 /** Works on a task until it is done, blocked or cancelled. */
@@ -70,11 +79,30 @@ export async function workTask(
   const { change, task } = item;
   // A resumed attempt keeps the task's record: its attempts, runs, tokens and clippy figure.
   const kept =
-    item.resume === undefined
+    item.resume === undefined && item.parked !== true
       ? undefined
       : ctx.state.tasks.find((t) => t.change === change.id && t.id === task.id);
   let resuming = kept === undefined ? undefined : item.resume;
-  const record = kept ?? track(ctx.state, freshRecord(change.id, task.id, task.text));
+  // Last in the state (the record the control plane is sent), kept or new.
+  const record = track(ctx.state, kept ?? freshRecord(change.id, task.id, task.text));
+  /** The approval a parked run's answer came to, said when it goes on. */
+  let afterApproval: string | undefined;
+  if (kept !== undefined && item.parked === true) {
+    const up = await unparkTask(ctx, kept);
+    if (up.kind === 'waiting') return 'parked';
+    if (up.kind === 'blocked') return block(ctx, record, up.diagnostics);
+    if (up.kind === 'resume') {
+      resuming = up.runId;
+      afterApproval = up.approvalId;
+    }
+  } else if (resuming !== undefined && ctx.runner.parked !== undefined) {
+    // A daemon killed as its run parked: the tree holds the run's edits; set them aside now.
+    const state = await ctx.runner.parked(resuming);
+    if (state.kind === 'waiting') {
+      await parkTask(ctx, record, { runId: resuming, approval: state.approval });
+      return 'parked';
+    }
+  }
   const startedMs = ctx.clock.now().getTime();
   record.status = 'running';
   const times: TaskTimes = { runMs: 0, validationMs: 0, clippyMs: 0 };
@@ -113,7 +141,14 @@ export async function workTask(
     const model = ctx.models[Math.floor((attempt - 1) / ctx.maxAttempts)];
     if (resuming === undefined)
       ctx.emit({ event: 'task_start', task: recordView(record), attempt, model: model ?? null });
-    else ctx.emit({ event: 'task_resumed', task: recordView(record), attempt, run_id: runId });
+    else
+      ctx.emit({
+        event: 'task_resumed',
+        task: recordView(record),
+        attempt,
+        run_id: runId,
+        ...(afterApproval === undefined ? {} : { after_approval: afterApproval }),
+      });
     const text = buildTaskText({
       change,
       task,
@@ -134,10 +169,16 @@ export async function workTask(
       judging,
     });
     // A resumed run that was asked again only while no backend answered is still to go on.
-    if (outcome.kind !== 'backend_down') resuming = undefined;
+    if (outcome.kind !== 'backend_down') {
+      resuming = undefined;
+      afterApproval = undefined;
+    }
     switch (outcome.kind) {
       case 'cancelled':
         return cancel(ctx, record);
+      case 'parked':
+        await parkTask(ctx, record, outcome);
+        return 'parked';
       case 'not_resumable':
         record.run_in_flight = null;
         ctx.emit({

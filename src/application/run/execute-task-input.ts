@@ -50,6 +50,8 @@ export interface ExecuteTaskInput {
   readonly owner?: RunOwner;
   /** Labels recorded in `run_start` (a battery id and cell, the daemon's change and task). */
   readonly tags?: Readonly<Record<string, string>>;
+  /** Who alone resumes the run (recorded in `run_start`; `RunRequest.resumer`). */
+  readonly resumer?: string;
   /** The model's profile and the settings each request is sent with (SPEC §16). */
   readonly profile?: RunProfile;
   /** The model's context window in tokens, when known: tool results are budgeted to it (SPEC §17). */

@@ -35,6 +35,8 @@ export interface ResumeRequest {
   readonly defaultOnApproval?: OnApproval | undefined;
   readonly approvalPrompt?: ApprovalPrompt | undefined;
   readonly noWaiting?: boolean | undefined;
+  /** Who resumes (`RunRequest.resumer`): a run whose `run_start` names a resumer goes on only through it. */
+  readonly resumer?: string | undefined;
 }
 
 export interface ResumeDeps {
@@ -66,6 +68,8 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
   );
   const runId = contents.runId;
   const previousStatus = statusToResume(history, runId, deps.liveness, request.force === true);
+  if (start.resumer !== undefined && start.resumer !== request.resumer && request.force !== true)
+    throw refuse(runId, 'resumer', resumerReason(start.resumer, start.workspace));
   if (previousStatus === 'awaiting_approval' && deps.approvals !== undefined) {
     const waiting = await deps.approvals.list({ runId, state: 'pending' });
     if (waiting.length > 0 && request.force !== true)
@@ -102,6 +106,7 @@ export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promi
       runId,
       ...(request.onNotice === undefined ? {} : { onNotice: request.onNotice }),
       ...(start.tags === undefined ? {} : { tags: start.tags }),
+      ...(start.resumer === undefined ? {} : { resumer: start.resumer }),
       resume: {
         history,
         previousStatus,
@@ -190,4 +195,11 @@ function refuse(runId: string, reason: string, why: string): FabricError {
   return new FabricError('run_not_resumable', `Run ${runId} cannot be resumed: ${why}`, {
     details: { reason },
   });
+}
+
+/** Why a run owned by a resumer is not gone on with here, and what to do instead. */
+export function resumerReason(resumer: string, workspace: string | null): string {
+  if (resumer === 'daemon')
+    return `it is the OpenSpec daemon's run${workspace === null ? '' : ` in ${workspace}`}: the daemon set the run's edits aside while it waits and goes on with it itself (within a second of the answer while it runs, else when it next starts). Answer its approval with fabric approvals answer ID; resuming it here (--force) would go on without its edits.`;
+  return `it is resumed by ${resumer} only; resuming it here (--force) is at your own risk.`;
 }

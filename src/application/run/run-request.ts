@@ -34,6 +34,12 @@ export interface RunRequest {
   /** Labels recorded in the run's `run_start` (e.g. `{ battery: 'bat-…', cell: '…' }`). */
   readonly tags?: Readonly<Record<string, string>>;
   /**
+   * Who alone may go on with the run once parked or left (recorded in `run_start`): the OpenSpec
+   * daemon says `daemon`, for it sets a parked run's edits aside; a resume by anyone else is
+   * refused (`resumer`) unless forced. Absent: any process.
+   */
+  readonly resumer?: string;
+  /**
    * Asked before each runlog line: an error means this process lost the run (a queue worker whose
    * lease another took, or expired unrenewed): nothing more is written, no model request is sent,
    * and the run rejects with that error (SPEC §18: one process appends to a run at a time).

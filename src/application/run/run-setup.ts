@@ -33,6 +33,7 @@ export async function recordStart(recorder: RunRecorder, input: ExecuteTaskInput
     budget_s: Math.round(input.limits.budgetMs / 1000),
     ...(input.owner === undefined ? {} : { pid: input.owner.pid, host: input.owner.host }),
     ...(input.tags === undefined || Object.keys(input.tags).length === 0 ? {} : { tags: { ...input.tags } }),
+    ...(input.resumer === undefined ? {} : { resumer: input.resumer }),
     ...(input.windowTokens === undefined ? {} : { window_tokens: input.windowTokens }),
     ...(input.windowNote === undefined ? {} : { window_note: input.windowNote }),
     ...(input.windowSource === undefined ? {} : { window_source: input.windowSource }),

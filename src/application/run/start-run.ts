@@ -310,6 +310,7 @@ export class RunStarter {
       clock: this.#deps.clock,
       owner: this.#deps.owner,
       ...(request.tags === undefined ? {} : { tags: request.tags }),
+      ...(request.resumer === undefined ? {} : { resumer: request.resumer }),
       signal: request.signal,
       runId: request.runId,
       profile,

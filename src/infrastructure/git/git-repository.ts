@@ -1,9 +1,13 @@
-import { stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { rm, stat } from 'node:fs/promises';
 import { isAbsolute, relative } from 'node:path';
 import type { ChangeSize, Repository } from '../../application/daemon/repository.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { acquireLock } from './lock-file.ts';
 import { git, runGit } from './run-git.ts';
+
+/** Where the daemon keeps the edits of runs parked on an approval (SPEC §19), one ref per run. */
+export const PARKED_REFS = 'refs/fabric/parked';
 
 /** The daemon's git port over a work tree, through git itself (argv, no shell). */
 export class GitRepository implements Repository {
@@ -110,6 +114,95 @@ export class GitRepository implements Repository {
       );
     }
     return { commit: await this.head(), size };
+  }
+
+  async setAside(name: string, message: string): Promise<string> {
+    const tree = await this.#treeOfWorkTree();
+    const commit = (
+      await this.#must(['commit-tree', tree, '-p', 'HEAD', '-m', message], 'Setting the changes aside', {
+        // A ref of the fabric's own, never on a branch: no identity of the user's is needed.
+        GIT_AUTHOR_NAME: 'fabric daemon',
+        GIT_AUTHOR_EMAIL: 'fabric-daemon@localhost',
+        GIT_COMMITTER_NAME: 'fabric daemon',
+        GIT_COMMITTER_EMAIL: 'fabric-daemon@localhost',
+      })
+    ).trim();
+    const ref = `${PARKED_REFS}/${name}`;
+    await git(
+      this.#root,
+      ['update-ref', '-m', message.split('\n')[0] ?? message, ref, commit],
+      'Keeping the changes set aside',
+    );
+    return ref;
+  }
+
+  async bringBack(
+    ref: string,
+  ): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
+    const [tree, base] = await Promise.all([
+      this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside'),
+      this.#must(['rev-parse', `${ref}^^{tree}`], 'Reading the changes set aside'),
+    ]);
+    // Nothing was set aside: the run had changed nothing yet.
+    if (tree.trim() === base.trim()) return { ok: true };
+    const picked = await runGit(this.#root, ['cherry-pick', '--no-commit', ref]);
+    if (picked.exitCode === 0) {
+      // As the run left them: changed, not staged.
+      await git(this.#root, ['reset', '-q'], 'Unstaging the changes brought back');
+      return { ok: true };
+    }
+    const clashed = (await runGit(this.#root, ['diff', '--name-only', '--diff-filter=U'])).stdout
+      .split('\n')
+      .filter((line) => line !== '');
+    await runGit(this.#root, ['cherry-pick', '--quit']);
+    await this.restore();
+    const said = (picked.stderr || picked.stdout).trim().split('\n')[0] ?? '';
+    return {
+      ok: false,
+      reason:
+        clashed.length > 0
+          ? `the edits set aside clash with what was committed since in ${clashed.join(', ')}`
+          : `the edits set aside do not apply on HEAD (${said || `git cherry-pick exit ${picked.exitCode}`})`,
+    };
+  }
+
+  async holdsAside(ref: string): Promise<boolean> {
+    const parent = await runGit(this.#root, ['rev-parse', '-q', '--verify', `${ref}^`]);
+    if (parent.exitCode !== 0 || parent.stdout.trim() !== (await this.head())) return false;
+    const aside = await this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside');
+    return aside.trim() === (await this.#treeOfWorkTree());
+  }
+
+  async dropAside(ref: string): Promise<void> {
+    await git(this.#root, ['update-ref', '-d', ref], 'Forgetting the changes set aside');
+  }
+
+  /** The git tree of the work tree as `commit` would take it, through an index of its own. */
+  async #treeOfWorkTree(): Promise<string> {
+    const gitDir = (await git(this.#root, ['rev-parse', '--absolute-git-dir'], 'Finding .git')).trim();
+    const env = { GIT_INDEX_FILE: `${gitDir}/fabric-aside-${randomUUID()}.index` };
+    try {
+      await this.#must(['read-tree', 'HEAD'], 'Reading HEAD', env);
+      await this.#must(['add', '-A', '--', '.', ...this.#exclude], 'Taking the changes', env);
+      return (await this.#must(['write-tree'], 'Taking the changes', env)).trim();
+    } finally {
+      await rm(env.GIT_INDEX_FILE, { force: true });
+    }
+  }
+
+  /** Runs git with more environment; throws what git said. */
+  async #must(
+    args: readonly string[],
+    what: string,
+    env: Readonly<Record<string, string>> = {},
+  ): Promise<string> {
+    const out = await runGit(this.#root, args, env);
+    if (out.exitCode !== 0)
+      throw new FabricError(
+        'tool_failed',
+        `${what} failed (git ${args.join(' ')}): ${(out.stderr || out.stdout).trim() || `exit code ${out.exitCode}`}`,
+      );
+    return out.stdout;
   }
 
   /** The files changed since HEAD, relative to this repository's directory (the daemon's --repo). */

@@ -4,7 +4,7 @@
  * the next approval it needs.
  */
 import { ParkedRuns } from '../../application/approvals/parked-runs.ts';
-import { isParkedRun } from '../../application/approvals/cancel-parked.ts';
+import { isParkedForAnyone } from '../../application/approvals/cancel-parked.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import type { RunHub } from './run-hub.ts';
 
@@ -12,7 +12,7 @@ export function parkedRunsFor(fabric: Fabric, hub: RunHub, log: (line: string) =
   return new ParkedRuns({
     approvals: fabric.approvals,
     isParked: async (runId) =>
-      hub.get(runId) === undefined && (await isParkedRun(fabric.runLogStore, runId).catch(() => false)),
+      hub.get(runId) === undefined && (await isParkedForAnyone(fabric.runLogStore, runId).catch(() => false)),
     resume: async (runId) => {
       const backlog = (await fabric.runLogStore.read(runId)).events;
       const live = await hub.resume(runId, backlog, (observer, signal) =>

@@ -233,20 +233,17 @@ async function answerApprovalTool(
   try {
     return await resumeRunTool(fabric, { run_id: record.run_id }, context);
   } catch (error) {
-    // A server that saw the answer first resumed it (SPEC §19): it goes on there, not twice.
-    if (
-      !(
-        error instanceof FabricError &&
-        error.code === 'run_not_resumable' &&
-        error.details.reason === 'alive'
-      )
-    )
-      throw error;
+    // A server that saw the answer first resumed it (SPEC §19): it goes on there, not twice; the
+    // OpenSpec daemon's run goes on in the daemon, which holds its edits.
+    const reason =
+      error instanceof FabricError && error.code === 'run_not_resumable' ? error.details.reason : undefined;
+    if (reason !== 'alive' && reason !== 'resumer') throw error;
+    const where = reason === 'alive' ? 'in its server' : 'in the OpenSpec daemon that started it';
     return {
       content: [
         {
           type: 'text',
-          text: `Approval ${record.id} ${record.state}; run ${record.run_id} goes on in its server.`,
+          text: `Approval ${record.id} ${record.state}; run ${record.run_id} goes on ${where}.`,
         },
       ],
       structuredContent: { approval: approvalView(record) },

@@ -66,6 +66,20 @@ class MemoryRepo implements Repository {
     this.commits.push(message);
     return { commit: `c${this.commits.length}`, size: { files: 1, added: 3, removed: 0 } };
   }
+  aside: string[] = [];
+  async setAside(name: string) {
+    this.aside.push(name);
+    return `refs/fabric/parked/${name}`;
+  }
+  async bringBack() {
+    return { ok: true } as const;
+  }
+  async holdsAside() {
+    return false;
+  }
+  async dropAside(ref: string) {
+    this.aside = this.aside.filter((name) => !ref.endsWith(name));
+  }
 }
 
 class MemoryState implements DaemonStateStore {
@@ -286,7 +300,7 @@ describe('CompletionDaemon', () => {
     const runner = new ScriptedRunner([]);
     const { instance, events } = daemon({ openspec, git, runner });
     const outcome = await instance.run(new AbortController().signal);
-    expect(outcome).toEqual({ cancelled: false, blocked: 2 });
+    expect(outcome).toEqual({ cancelled: false, blocked: 2, awaitingApproval: 0 });
     expect(git.restores).toBe(2);
     const blocked = events.filter((e) => e.event === 'task_blocked');
     expect(blocked.map((e) => (e.event === 'task_blocked' ? e.diagnostics : ''))).toEqual([
@@ -310,7 +324,11 @@ describe('CompletionDaemon', () => {
       'ran',
     ]);
     const { instance, events } = daemon({ openspec, runner, maxAttempts: 1 });
-    expect(await instance.run(new AbortController().signal)).toEqual({ cancelled: false, blocked: 0 });
+    expect(await instance.run(new AbortController().signal)).toEqual({
+      cancelled: false,
+      blocked: 0,
+      awaitingApproval: 0,
+    });
     const waits = events.flatMap((e) => (e.event === 'backend_down' ? [e.backoff_s] : []));
     expect(waits).toEqual([0.01, 0.02, 0.04, 0.04]);
     const done = events.find((e) => e.event === 'task_done');
@@ -383,7 +401,11 @@ describe('CompletionDaemon', () => {
       clippy,
       state,
     });
-    expect(await instance.run(new AbortController().signal)).toEqual({ cancelled: false, blocked: 0 });
+    expect(await instance.run(new AbortController().signal)).toEqual({
+      cancelled: false,
+      blocked: 0,
+      awaitingApproval: 0,
+    });
     const [first, second] = state.state!.tasks;
     // Counted once before (not per attempt) and once after the attempt that validated.
     expect(first).toMatchObject({ attempts: 2, clippy_before: 1, clippy_after: 3, clippy_note: null });
@@ -418,7 +440,11 @@ describe('CompletionDaemon', () => {
     const git = new MemoryRepo();
     const state = new MemoryState();
     const { instance } = daemon({ openspec, git, runner: new ScriptedRunner(['cancelled']), state });
-    expect(await instance.run(new AbortController().signal)).toEqual({ cancelled: true, blocked: 0 });
+    expect(await instance.run(new AbortController().signal)).toEqual({
+      cancelled: true,
+      blocked: 0,
+      awaitingApproval: 0,
+    });
     expect(git.restores).toBe(1);
     expect(git.commits).toEqual([]);
     expect(state.state?.tasks[0]?.status).toBe('pending');

@@ -47,6 +47,9 @@ function context(
       },
       changedFiles: async () => ['src/lib.rs'],
       ensureReady: async () => {},
+      setAside: async (name) => `refs/fabric/parked/${name}`,
+      bringBack: async () => ({ ok: true }),
+      dropAside: async () => {},
       commit: async (message) => {
         if (parts.hookFails) throw new FabricError('tool_failed', 'pre-commit said no');
         git.commits.push(message);

@@ -129,4 +129,77 @@ describe('GitRepository', () => {
       'openspec/tasks.md',
     ]);
   });
+
+  describe('changes set aside for a parked run (SPEC §19)', () => {
+    it('keeps edits and new files under a ref of its own, outside branches and the stash, and brings them back onto a newer HEAD', async () => {
+      const dir = await newRepo();
+      await writeFile(join(dir, 'b.txt'), 'bee\n');
+      await git(dir, 'add', 'b.txt');
+      await git(dir, 'commit', '-q', '-m', 'b');
+      const repo = new GitRepository(dir, [join(dir, 'runs')]);
+      await mkdir(join(dir, 'runs'));
+      await writeFile(join(dir, 'runs', 'run.jsonl'), '{}\n');
+      await writeFile(join(dir, 'a.txt'), 'one, parked\n');
+      await writeFile(join(dir, 'new.rs'), 'fn parked() {}\n');
+      const ref = await repo.setAside('run-1', 'alpha 1.1: parked on approval ap-1');
+      expect(ref).toBe('refs/fabric/parked/run-1');
+      expect(await repo.holdsAside(ref)).toBe(true);
+      // Left as it was by setAside; the daemon restores the tree itself.
+      expect(await readFile(join(dir, 'new.rs'), 'utf8')).toBe('fn parked() {}\n');
+      expect(await git(dir, 'show', '--name-only', '--format=%s', ref)).toBe(
+        'alpha 1.1: parked on approval ap-1\n\na.txt\nnew.rs',
+      );
+      expect(await git(dir, 'stash', 'list')).toBe('');
+      expect(await git(dir, 'branch', '--list')).toBe('* main');
+      await repo.restore();
+      expect(await repo.holdsAside(ref)).toBe(false);
+
+      // Another change is committed meanwhile, touching another file.
+      await writeFile(join(dir, 'b.txt'), 'bee, changed since\n');
+      await repo.commit('beta');
+      expect(await repo.bringBack(ref)).toEqual({ ok: true });
+      expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('one, parked\n');
+      expect(await readFile(join(dir, 'b.txt'), 'utf8')).toBe('bee, changed since\n');
+      expect(await readFile(join(dir, 'new.rs'), 'utf8')).toBe('fn parked() {}\n');
+      // As the run left them: changed and new, nothing staged, no cherry-pick in progress.
+      expect(await git(dir, 'status', '--porcelain', '--', '.', ':(exclude)runs')).toBe(
+        ' M a.txt\n?? new.rs',
+      );
+      await repo.ensureReady({ dirtyOk: true });
+      await repo.dropAside(ref);
+      expect(
+        await execa('git', ['rev-parse', '-q', '--verify', ref], { cwd: dir, reject: false }),
+      ).toMatchObject({
+        exitCode: 1,
+      });
+    });
+
+    it('says which files clash when the edits no longer apply, and leaves the tree clean with the ref kept', async () => {
+      const dir = await newRepo();
+      const repo = new GitRepository(dir);
+      await writeFile(join(dir, 'a.txt'), 'parked edit\n');
+      const ref = await repo.setAside('run-2', 'parked');
+      await repo.restore();
+      await writeFile(join(dir, 'a.txt'), 'committed since\n');
+      await repo.commit('other');
+      const back = await repo.bringBack(ref);
+      expect(back).toEqual({
+        ok: false,
+        reason: expect.stringContaining('clash with what was committed since in a.txt'),
+      });
+      expect(await git(dir, 'status', '--porcelain')).toBe('');
+      expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('committed since\n');
+      await repo.ensureReady();
+      expect(await git(dir, 'show', `${ref}:a.txt`)).toBe('parked edit');
+    });
+
+    it('brings back nothing when nothing was changed before the park', async () => {
+      const dir = await newRepo();
+      const repo = new GitRepository(dir);
+      const ref = await repo.setAside('run-3', 'parked before any edit');
+      expect(await repo.holdsAside(ref)).toBe(true);
+      expect(await repo.bringBack(ref)).toEqual({ ok: true });
+      expect(await git(dir, 'status', '--porcelain')).toBe('');
+    });
+  });
 });

@@ -228,6 +228,17 @@ function grantLine(grant: Grant): string {
 async function whatNext(fabric: ReturnType<typeof createFabric>, record: ApprovalRecord): Promise<string> {
   const contents = await fabric.runLogStore.read(record.run_id).catch(() => undefined);
   const end = contents?.events.findLast((event) => event.kind === 'run_end');
+  const start = contents?.events.find((event) => event.kind === 'run_start');
+  if (
+    end?.kind === 'run_end' &&
+    end.status === 'awaiting_approval' &&
+    start?.kind === 'run_start' &&
+    start.resumer === 'daemon'
+  )
+    return (
+      `Run ${record.run_id} is the OpenSpec daemon's: the daemon brings its edits back and goes on with it ` +
+      `(within a second while it runs; else when fabric daemon next starts). fabric daemon status shows the task.`
+    );
   if (end?.kind === 'run_end' && end.status === 'awaiting_approval')
     return (
       `Run ${record.run_id} is parked: a fabric serve on this runs directory resumes it when it sees the answer; ` +

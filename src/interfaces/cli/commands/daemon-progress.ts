@@ -54,11 +54,23 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
           );
     case 'task_resumed':
       return s.bold(
-        `↻ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt} goes on: resuming run ${event.run_id} where the killed daemon left it`,
+        `↻ ${event.task.change} ${event.task.id} ${event.task.text} — attempt ${event.attempt} goes on: ${
+          event.after_approval === undefined
+            ? `resuming run ${event.run_id} where the killed daemon left it`
+            : `approval ${event.after_approval} answered; its edits brought back, run ${event.run_id} resumes`
+        }`,
+      );
+    case 'task_parked':
+      return s.yellow(
+        `⏸ ${event.task.change} ${event.task.id}: run ${event.run_id} waits for approval of \`${event.call}\`; its edits set aside (${event.ref}), other changes go on.\n` +
+          `  answer it: fabric approvals answer ${event.approval_id} approve (or deny), the viewer, or POST /v1/approvals/${event.approval_id}`,
       );
     case 'resume_refused':
+      // A parked run's reason says itself what becomes of it and of its edits.
       return s.yellow(
-        `  ${event.task.change} ${event.task.id}: run ${event.run_id} of the killed daemon is not resumed (${event.reason}); the attempt starts again`,
+        `  ${event.task.change} ${event.task.id}: run ${event.run_id} is not resumed (${event.reason})${
+          event.reason.includes(' kept at ') ? '' : '; the attempt starts again'
+        }`,
       );
     case 'task_retry':
       return s.yellow(`  ↻ ${event.task.change} ${event.task.id}: trying again with the failure as feedback`);
@@ -103,11 +115,17 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
             `✗ ${event.change}: openspec archive failed; tree restored:\n${indent(lastLines(event.output, DIAGNOSTICS_LINES))}`,
           );
     case 'pass_end':
-      return `pass done: ${event.done} done, ${event.pending} pending, ${event.blocked} blocked`;
+      return `pass done: ${event.done} done, ${event.pending} pending, ${event.blocked} blocked${
+        event.awaiting_approval === 0 ? '' : `, ${event.awaiting_approval} awaiting approval`
+      }`;
     case 'idle':
       return s.dim(`waiting ${event.next_scan_s}s before the next scan (Ctrl-C to stop)`);
     case 'daemon_stop':
-      return `daemon stopped (${event.reason}); ${event.blocked} blocked`;
+      return `daemon stopped (${event.reason}); ${event.blocked} blocked${
+        event.awaiting_approval === 0
+          ? ''
+          : `, ${event.awaiting_approval} awaiting approval (fabric approvals list; the next fabric daemon goes on with them once answered)`
+      }`;
   }
 }
 

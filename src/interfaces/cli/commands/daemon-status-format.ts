@@ -12,9 +12,14 @@ export function formatStatus(status: DaemonStatus): string {
       lines.push(`\n${change.id}: cannot be read: ${change.error}`);
       continue;
     }
-    lines.push(`\n${change.id}: ${change.done} done, ${change.pending} pending, ${change.blocked} blocked`);
+    const waiting = change.awaiting_approval === 0 ? '' : `, ${change.awaiting_approval} awaiting approval`;
+    lines.push(
+      `\n${change.id}: ${change.done} done, ${change.pending} pending, ${change.blocked} blocked${waiting}`,
+    );
     for (const task of change.tasks) {
-      const mark = { done: '[x]', pending: '[ ]', blocked: '[!]', running: '[>]' }[task.status];
+      const mark = { done: '[x]', pending: '[ ]', blocked: '[!]', running: '[>]', awaiting_approval: '[?]' }[
+        task.status
+      ];
       const extra = [
         task.attempts > 0 ? plural(task.attempts, 'attempt') : '',
         task.commit === null ? '' : `commit ${task.commit.slice(0, 10)}`,
@@ -22,6 +27,10 @@ export function formatStatus(status: DaemonStatus): string {
         .filter(Boolean)
         .join(', ');
       lines.push(`  ${mark} ${task.id} ${task.text}${extra === '' ? '' : `  (${task.status}; ${extra})`}`);
+      if (task.approval !== undefined)
+        lines.push(
+          `      run ${task.approval.run_id} waits for approval ${task.approval.id}: \`${task.approval.call}\` — fabric approvals answer ${task.approval.id} approve (or deny)`,
+        );
       const own = figures.get(`${task.change}\n${task.id}`);
       if (task.status === 'done' && own !== undefined) lines.push(`      ${figureLine(own)}`);
     }

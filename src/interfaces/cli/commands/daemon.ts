@@ -28,6 +28,12 @@ A task that fails is tried again with the failure as feedback, from where the la
 the tree; after --max-attempts it is blocked: the tree goes back to the last commit, its change
 stops and the others go on. When no model is reachable no attempt is spent: the daemon waits
 (backoff doubling up to the interval) and says so.
+A call the policy says to ask about (policy.rules, SPEC §19) parks the task's run: its edits are
+set aside (refs/fabric/parked/<run>, outside your branches and stash), the tree goes back to the
+last commit, and the other changes go on. Answer it from anywhere (fabric approvals answer ID,
+the viewer, POST /v1/approvals/ID); within a second the daemon brings the edits back and the run
+goes on where it stopped, with no attempt spent. policy.on_approval: wait makes it wait instead,
+deny refuses the call at once. fabric daemon status shows what each parked task waits for.
 
 The repository must be a git work tree on a branch with nothing uncommitted: the daemon never
 discards a change it did not make. One daemon per repository. Its state is kept under the runs
@@ -37,8 +43,9 @@ replaced by .git/fabric/runs. A refused start changes no state.
 Options:
       --repo DIR          the repository (default: the working directory)
       --change ID         only this change (repeatable; default: every change, in name order)
-      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked);
-                          no model for daemon.backend_wait_s (default 300): exit 4
+      --once              work through what is pending, then exit (0: nothing blocked, 1: some blocked,
+                          5: none blocked but some waiting for approval); no model for
+                          daemon.backend_wait_s (default 300): exit 4
       --interval S        seconds between scans (OPEN_SPEC_DAEMON_INTERVAL, default 300); caps the backoff
       --max-attempts N    attempts per task and model before it is blocked (default 3; with
                           daemon.models, each model in turn gets N attempts)
@@ -58,7 +65,8 @@ Options:
 Status (\`fabric daemon status\`): tasks done / pending / blocked per change, attempts, success
 rates, time and tokens per task, files and lines changed, tests passed, clippy warnings before
 and after (where sandbox.allowed_commands allows cargo clippy), backend health; --json prints
-{ changes: [{ id, done, pending, blocked, tasks }], stats, backend }.
+{ changes: [{ id, done, pending, blocked, awaiting_approval, tasks }], stats, backend }; a task
+awaiting approval carries approval: { id, call, run_id }.
 
 With openspec (OpenSpec's CLI) on the PATH, a change whose last task is done is checked with
 openspec validate --strict, and the result reported.
@@ -67,7 +75,8 @@ Environment: LM_STUDIO_URL (the server or servers), LM_STUDIO_MODEL, OPEN_SPEC_D
 SIGINT/SIGTERM cancel the current run, restore the tree to the last commit and exit (130).
 
 Exit codes: 0 done (nothing blocked) · 1 a task is blocked · 2 usage, config or repository problem
-            4 --once and no model for daemon.backend_wait_s · 130 cancelled
+            4 --once and no model for daemon.backend_wait_s · 5 --once and a task awaits approval
+            130 cancelled
 
 Example:
   cd my-compositor && fabric daemon --once --change add-damage-tracking
@@ -130,7 +139,8 @@ export async function daemonCommand(argv: readonly string[], io: CliIo): Promise
   });
   const outcome = await daemon.run(io.signal);
   if (outcome.cancelled) return EXIT.cancelled;
-  return outcome.blocked > 0 ? EXIT.runFailed : EXIT.ok;
+  if (outcome.blocked > 0) return EXIT.runFailed;
+  return outcome.awaitingApproval > 0 ? EXIT.awaitingApproval : EXIT.ok;
 }
 
 /** Where the daemon's model came from, as its runs' model reason names it (flag, environment, file). */

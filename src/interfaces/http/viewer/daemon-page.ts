@@ -20,6 +20,7 @@ const MARKS: Record<DaemonTaskStatus, string> = {
   blocked: '✗ blocked',
   running: '▶ running',
   pending: '… pending',
+  awaiting_approval: '? awaiting approval',
 };
 
 /**
@@ -56,7 +57,9 @@ ${stats.models.length === 0 ? '' : html`<dt>Per model</dt><dd><ul class="models"
 <dt>Per task</dt><dd>${stats.seconds_per_task === null ? '—' : duration(stats.seconds_per_task * 1000)} · ${stats.tokens_per_task === null ? '—' : `${Math.round(stats.tokens_per_task)} tokens`}</dd>
 </dl>
 ${status.changes.map((change) => {
-  const counts = `${change.done} done · ${change.pending} pending · ${change.blocked} blocked`;
+  const counts = `${change.done} done · ${change.pending} pending · ${change.blocked} blocked${
+    change.awaiting_approval === 0 ? '' : ` · ${change.awaiting_approval} awaiting approval`
+  }`;
   return html`<h3><span class="mono">${change.id}</span> <span class="meta">${counts}</span></h3>
 ${
   change.error === undefined
@@ -71,15 +74,21 @@ ${
 }
 
 function taskRow(task: DaemonTaskView, figures: DaemonTaskFigures | undefined): SafeHtml {
-  const runs = task.run_ids.map(
+  const ids = task.approval === undefined ? task.run_ids : [...task.run_ids, task.approval.run_id];
+  const runs = ids.map(
     (id, i) => html`${i === 0 ? '' : ' '}<a class="mono" href="/runs/${encodeURIComponent(id)}">${id}</a>`,
   );
+  // A parked run's approval, answered on the run's page (or the approvals list).
+  const waits =
+    task.approval === undefined
+      ? ''
+      : html`<p class="meta">waits for approval of <code>${task.approval.call}</code>: <a href="/runs/${encodeURIComponent(task.approval.run_id)}">answer it on the run's page</a> or in <a href="/approvals">Approvals</a></p>`;
   const diagnostics =
     task.status === 'blocked' && figures?.diagnostics
       ? html`<details data-key="${task.change}/${task.id}"><summary>Last diagnostics</summary><pre>${clip(figures.diagnostics, 8000)}</pre></details>`
       : '';
   return html`<tr data-task="${task.id}" data-status="${task.status}">
-<th scope="row"><span class="mono">${task.id}</span> ${task.text}${diagnostics}</th>
+<th scope="row"><span class="mono">${task.id}</span> ${task.text}${diagnostics}${waits}</th>
 <td><span class="status status-${task.status}">${MARKS[task.status]}</span></td>
 <td class="num">${task.attempts}</td>
 <td>${runs.length === 0 ? '—' : runs}</td>
