@@ -137,6 +137,18 @@ describe('the battery and daemon pages', () => {
         diagnostics: `error[E0425]: ${hostile}`,
         clippy_note: 'cargo clippy exited with code 101',
       }),
+      // Its run parked on an approval (SPEC §19): the run and where to answer it.
+      Object.assign(freshRecord('alpha', '1.3', 'Third'), {
+        status: 'awaiting_approval' as const,
+        run_in_flight: 'run-five',
+        parked: {
+          run_id: 'run-five',
+          approval_id: 'ap-1',
+          call: `cargo tree ${hostile}`,
+          ref: 'refs/fabric/parked/run-five',
+          since: '2026-11-28T00:00:00Z',
+        },
+      }),
     );
     state.backend = { state: 'down', last_ok: null, failures: 2, backoff_s: 8, last_error: 'refused' };
     await new StateFile(sandbox.runsDir, repo).save(state);
@@ -148,7 +160,10 @@ describe('the battery and daemon pages', () => {
     expect(text).not.toContain('<img src=x');
     expect(text).toContain('Second &lt;img src=x onerror=&quot;alert(1)&quot;&gt;');
     expect(text).toContain('error[E0425]: &lt;img');
-    expect(text).toContain('1 done · 1 pending · 1 blocked');
+    expect(text).toContain('1 done · 0 pending · 1 blocked · 1 awaiting approval');
+    expect(text).toMatch(
+      /data-task="1.3" data-status="awaiting_approval">[\s\S]*?waits for approval of <code>cargo tree &lt;img[\s\S]*?<a href="\/runs\/run-five">answer it on the run's page<\/a>[\s\S]*?\? awaiting approval[\s\S]*?<a class="mono" href="\/runs\/run-five">/,
+    );
     expect(text).toMatch(
       /data-task="1.1" data-status="done">[\s\S]*?✓ done[\s\S]*?<a class="mono" href="\/runs\/run-one">/,
     );
