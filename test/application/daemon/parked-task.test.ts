@@ -155,7 +155,12 @@ async function once(parts: { tasks: Tasks; git: Git; runner: Runner; state: Stat
       runner: parts.runner,
       validator: PASSING,
       state: parts.state,
-      clock: { now: () => new Date((now += 10)) },
+      clock: {
+        now: () => {
+          now += 10;
+          return new Date(now);
+        },
+      },
       owner: { pid: 1, host: 'h' },
       onEvent: (event) => events.push(event),
     },
