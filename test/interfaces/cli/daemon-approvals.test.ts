@@ -17,6 +17,7 @@ import {
   testEnv,
 } from '../../support/fabric-cli.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
+import { listeningOn } from '../../support/served.ts';
 
 const MODELS = [{ id: 'qwen/qwen3-coder-30b', toolUse: true }];
 // Waiting for another process to get somewhere, not a measure of speed.
@@ -119,8 +120,15 @@ describe('fabric daemon parks a run on an approval and goes on with other change
     return { repo, env: testEnv(sandbox, server.url), fake: server, box: sandbox };
   }
 
-  it('sets the parked run’s edits aside, commits the other change, and on the answer brings them back and finishes under the same run', async () => {
+  it('sets the parked run’s edits aside, commits the other change, and on the answer (over HTTP, a fabric serve beside it) brings them back and finishes under the same run', async () => {
     const { repo, env, fake, box } = await twoChanges();
+    // A server on the same runs directory: it answers, but must leave the daemon's run to the daemon.
+    const serve = spawnFabric(['serve', '--port', '0', '--config', box.configPath], { env, cwd: box.dir });
+    cleanups.push(async () => {
+      serve.kill('SIGKILL');
+      await serve;
+    });
+    const { url } = await listeningOn(serve);
     const head0 = await git(repo, 'rev-parse', 'HEAD');
     // An interval far longer than the test: only the answer can wake the daemon.
     const daemon = spawnFabric(
@@ -196,12 +204,12 @@ describe('fabric daemon parks a run on an approval and goes on with other change
     expect(byHand.exitCode).toBe(2);
     expect(byHand.stderr).toContain("it is the OpenSpec daemon's run");
 
-    const answer = await runFabricInProcess(
-      ['approvals', 'answer', approvalId, 'approve', '--config', box.configPath],
-      { env, cwd: box.dir },
-    );
-    expect(answer.exitCode, answer.stderr).toBe(0);
-    expect(answer.stdout).toContain(`Run ${runId} is the OpenSpec daemon's`);
+    const answer = await fetch(`${url}/v1/approvals/${approvalId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'approve' }),
+    });
+    expect(answer.status, await answer.clone().text()).toBe(200);
 
     await vi.waitFor(() => expect(seen('task_done', 'alpha')).toBeDefined(), PATIENCE);
     expect(seen('task_resumed', 'alpha')).toMatchObject({ run_id: runId, after_approval: approvalId });
@@ -225,6 +233,9 @@ describe('fabric daemon parks a run on an approval and goes on with other change
     const gone = await execa('git', ['rev-parse', '-q', '--verify', ref], { cwd: repo, reject: false });
     expect(gone.exitCode).toBe(1);
 
+    // The server never went on with it: one resume, the daemon's, and nothing more asked.
+    expect(out.match(/"task_resumed"/g)).toHaveLength(1);
+    expect(alphaRequests()).toHaveLength(3);
     daemon.kill('SIGTERM');
     expect((await daemon).exitCode).toBe(130);
   });
@@ -269,6 +280,7 @@ describe('fabric daemon parks a run on an approval and goes on with other change
       { env, cwd: box.dir },
     );
     expect(answer.exitCode, answer.stderr).toBe(0);
+    expect(answer.stdout).toContain("is the OpenSpec daemon's: the daemon brings its edits back");
 
     const third = await spawnFabric(args, { env, cwd: box.dir });
     expect(third.exitCode, third.stderr).toBe(0);
