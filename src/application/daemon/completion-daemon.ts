@@ -14,13 +14,7 @@ import { type DaemonState, emptyState } from './daemon-state.ts';
 import { findRecord, recordView, taskView } from './daemon-status.ts';
 import { type OpenSpecSource, workOrder } from './openspec.ts';
 import type { Repository } from './repository.ts';
-import {
-  type ParkingContext,
-  idleUntilAnswered,
-  isWaiting,
-  restoreSetAside,
-  settleParked,
-} from './parked-task.ts';
+import { idleUntilAnswered, isWaiting, noLongerToDo, restoreSetAside, settleParked } from './parked-task.ts';
 import { type TaskWorkContext, workTask } from './task-work.ts';
 
 /** Everything the daemon works through (ports only: SPEC §2). */
@@ -155,7 +149,13 @@ export class CompletionDaemon {
         if (this.#options.once) return this.#stop('once');
         this.#emit({ event: 'idle', next_scan_s: Math.round(this.#options.intervalMs / 1000) });
         // An approval answered meanwhile ends the wait within a second: its run goes on.
-        await idleUntilAnswered(this.#parkingContext(), this.#state, this.#options.intervalMs, signal);
+        await idleUntilAnswered(
+          this.#taskContext(),
+          this.#state,
+          (id) => this.#wanted(id),
+          this.#options.intervalMs,
+          signal,
+        );
         if (signal.aborted) return this.#stop('cancelled');
       }
     } finally {
@@ -165,6 +165,11 @@ export class CompletionDaemon {
       }
       await release();
     }
+  }
+
+  /** A change the daemon works on (`--change`, or every one). */
+  #wanted(change: string): boolean {
+    return this.#options.changes.length === 0 || this.#options.changes.includes(change);
   }
 
   #stop(reason: 'once' | 'cancelled'): DaemonOutcome {
@@ -178,8 +183,8 @@ export class CompletionDaemon {
   /** One scan: every change in name order, each change's tasks in document order, sub-tasks first. */
   async #pass(signal: AbortSignal): Promise<'idle' | 'cancelled'> {
     const scan = await this.#deps.openspec.scan();
-    const wanted = (id: string) => this.#options.changes.length === 0 || this.#options.changes.includes(id);
-    await settleParked(this.#parkingContext(), this.#state, scan, wanted);
+    const wanted = (id: string) => this.#wanted(id);
+    await settleParked(this.#taskContext(), this.#state, scan, wanted);
     for (const problem of scan.unreadable) {
       if (wanted(problem.id))
         this.#emit({ event: 'change_unreadable', change: problem.id, message: problem.message });
@@ -198,7 +203,7 @@ export class CompletionDaemon {
           break;
         }
         const parked = record?.status === 'awaiting_approval' && record.text === task.text;
-        if (parked && (await isWaiting(this.#parkingContext(), record))) {
+        if (parked && (await isWaiting(this.#taskContext(), record))) {
           this.#emit({
             event: 'change_stopped',
             change: change.id,
@@ -266,19 +271,9 @@ export class CompletionDaemon {
     );
     const runId = record?.run_in_flight;
     if (record === undefined || runId === undefined || runId === null) return null;
-    const change = (await this.#deps.openspec.scan()).changes.find((c) => c.id === record.change);
-    const task = change?.tasks.find((t) => t.id === record.id);
-    const wanted = this.#options.changes.length === 0 || this.#options.changes.includes(record.change);
     const why =
-      task === undefined
-        ? 'its task is no longer in the change'
-        : task.done
-          ? 'its task is ticked already'
-          : task.text !== record.text
-            ? 'its task text changed'
-            : !wanted
-              ? 'its change is not among --change'
-              : null;
+      noLongerToDo(await this.#deps.openspec.scan(), record) ??
+      (this.#wanted(record.change) ? null : 'its change is not among --change');
     if (why === null) return { change: record.change, id: record.id, runId };
     record.run_in_flight = null;
     this.#refused = { event: 'resume_refused', task: recordView(record), run_id: runId, reason: why };
@@ -344,18 +339,6 @@ export class CompletionDaemon {
       });
     }
     return failed ?? new Set();
-  }
-
-  /** What parking a task's run reaches. */
-  #parkingContext(): ParkingContext {
-    return {
-      runner: this.#deps.runner,
-      git: this.#deps.git,
-      clock: this.#deps.clock,
-      state: this.#state,
-      save: () => this.#save(),
-      emit: (event) => this.#emit(event),
-    };
   }
 
   /** What the work on a task reaches: the ports, the settings, the state as it is now. */

@@ -161,40 +161,47 @@ export async function settleParked(
     const change = scan.changes.find((c) => c.id === record.change);
     // An unreadable change is left alone: its tasks are unknown, not gone.
     if (change === undefined && scan.unreadable.some((u) => u.id === record.change)) continue;
-    const task = change?.tasks.find((t) => t.id === record.id);
-    const why =
-      task === undefined
-        ? 'its task is no longer in the change'
-        : task.done
-          ? 'its task is ticked already'
-          : task.text !== record.text
-            ? 'its task text changed'
-            : null;
+    const why = noLongerToDo(scan, record);
     if (why !== null) await forgetParked(ctx, record, why);
   }
 }
 
+/** Why a task the daemon left unfinished is no longer to do as it was; null: it still is. */
+export function noLongerToDo(scan: OpenSpecScan, record: DaemonTaskRecord): string | null {
+  const task = scan.changes.find((c) => c.id === record.change)?.tasks.find((t) => t.id === record.id);
+  if (task === undefined) return 'its task is no longer in the change';
+  if (task.done) return 'its task is ticked already';
+  return task.text !== record.text ? 'its task text changed' : null;
+}
+
 /**
- * The wait between passes: the interval, or less once a parked task's approval is answered (asked
- * each second, only while some task is parked), so its run goes on within a second.
+ * The wait between passes: the interval, or less once the approval of a task parked and waiting
+ * when the wait began is answered (asked each second, only while one is), so its run goes on
+ * within a second. Tasks of changes not worked on, or answered already but not taken up (their
+ * change stopped before them), do not end the wait: the daemon would pass again and again.
  */
 export async function idleUntilAnswered(
   ctx: ParkingContext,
   state: DaemonState,
+  wanted: (change: string) => boolean,
   intervalMs: number,
   signal: AbortSignal,
 ): Promise<void> {
   const end = ctx.clock.now().getTime() + intervalMs;
+  const watched: DaemonTaskRecord[] = [];
+  for (const record of state.tasks) {
+    if (record.status !== 'awaiting_approval' || !wanted(record.change)) continue;
+    if (await isWaiting(ctx, record).catch(() => false)) watched.push(record);
+  }
   for (;;) {
     const left = end - ctx.clock.now().getTime();
     if (left <= 0 || signal.aborted) return;
-    const parked = state.tasks.filter((t) => t.status === 'awaiting_approval');
-    if (parked.length === 0) return sleep(left, signal);
-    for (const record of parked) {
-      const waiting = await isWaiting(ctx, record).catch(() => true);
-      if (!waiting) return;
-    }
+    if (watched.length === 0) return sleep(left, signal);
     await sleep(Math.min(left, 1000), signal);
+    for (const record of watched) {
+      // A store that cannot be read now is asked again at the next second.
+      if (!(await isWaiting(ctx, record).catch(() => true))) return;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CompletionDaemon } from '../../../src/application/daemon/completion-daemon.ts';
+import { idleUntilAnswered } from '../../../src/application/daemon/parked-task.ts';
 import type {
   DaemonStateStore,
   ParkedRunState,
@@ -317,6 +318,50 @@ describe('a task whose run is parked on an approval (SPEC §19)', () => {
     expect(p.state.state?.tasks[0]).toMatchObject({
       status: 'awaiting_approval',
       parked: { approval_id: 'ap-run9' },
+    });
+  });
+
+  describe('the wait between passes', () => {
+    /** A state with alpha 1.1 parked on run1, and a runner counting what it is asked. */
+    async function idle(answers: ParkedRunState['kind'][], wanted: boolean, intervalMs: number) {
+      const p = parts();
+      await once(p);
+      const asked: string[] = [];
+      p.runner.parked = async (runId) => {
+        asked.push(runId);
+        const kind = answers.shift() ?? 'answered';
+        return kind === 'waiting'
+          ? { kind, approval: { id: 'ap-run1', call: 'cargo tree' } }
+          : kind === 'answered'
+            ? { kind }
+            : { kind, status: 'cancelled' };
+      };
+      const context = {
+        runner: p.runner,
+        git: p.git,
+        clock: { now: () => new Date() },
+        state: p.state.state!,
+        save: async () => {},
+        emit: () => {},
+      };
+      await idleUntilAnswered(
+        context,
+        p.state.state!,
+        () => wanted,
+        intervalMs,
+        new AbortController().signal,
+      );
+      return asked;
+    }
+
+    it('ends once a task parked and waiting when it began is answered, long before the interval', async () => {
+      // Ten minutes: only the answer can end it within the test's time.
+      expect(await idle(['waiting', 'waiting', 'answered'], true, 600_000)).toEqual(['run1', 'run1', 'run1']);
+    });
+
+    it('is not ended by a task answered already (its change stopped before it) or of a change not worked on', async () => {
+      expect(await idle(['answered'], true, 50)).toEqual(['run1']);
+      expect(await idle(['waiting'], false, 50)).toEqual([]);
     });
   });
 });
