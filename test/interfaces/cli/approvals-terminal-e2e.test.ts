@@ -1,7 +1,8 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseRunlog } from '../../../src/infrastructure/runlog/parse-runlog.ts';
 import {
   type Sandbox,
   SOURCE_CLI,
@@ -49,9 +50,11 @@ describe('approvals at the terminal', () => {
     await sandbox?.cleanup();
   });
 
-  async function setUp(): Promise<{ env: Record<string, string>; workspace: string }> {
+  async function setUp(
+    policy: Record<string, unknown> = {},
+  ): Promise<{ env: Record<string, string>; workspace: string }> {
     sandbox = await makeSandbox({
-      policy: { rules: [{ tool: 'shell', command: 'cargo tree', decision: 'ask' }] },
+      policy: { rules: [{ tool: 'shell', command: 'cargo tree', decision: 'ask' }], ...policy },
       specialists: {
         rust: { builder: 'builtin:rust', sandbox: { allowed_commands: ['cargo check'], timeout_s: 120 } },
       },
@@ -224,5 +227,47 @@ describe('approvals at the terminal', () => {
     const done = await child;
     expect(done.exitCode, done.stderr).toBe(0);
     expect(lastMessage(llm!.chatRequests()[1]!.body)).toContain('compositor-core v0.1.0');
+  }, 120_000);
+
+  it('--on-approval wait: an approval nobody answers expires, the model is told it is not a refusal, and the run goes on', async () => {
+    const { env, workspace } = await setUp({ approval_timeout_s: 1 });
+    const done = await spawnFabric(
+      [
+        'run',
+        '-s',
+        'rust',
+        '--workspace',
+        workspace,
+        '--on-approval',
+        'wait',
+        '--json',
+        '--config',
+        sandbox!.configPath,
+        'Show the tree',
+      ],
+      { env, cwd: sandbox!.dir },
+    );
+    expect(done.exitCode, done.stderr).toBe(0);
+    const run = JSON.parse(done.stdout) as { status: string; runlog: string };
+    expect(run.status).toBe('succeeded');
+    const told = lastMessage(llm!.chatRequests()[1]!.body);
+    expect(told).toContain("Not run: `cargo tree -e features` needs a person's approval");
+    expect(told).toContain('nobody answered before it expired');
+    expect(told).toContain('This is not a refusal');
+    expect(told).not.toMatch(/denied/i);
+    const { events } = parseRunlog(await readFile(run.runlog, 'utf8'), run.runlog);
+    const decided = events.find((event) => event.kind === 'approval_decided');
+    expect(decided).toMatchObject({ state: 'expired', channel: 'timeout', scope: 'once' });
+    expect(events.filter((event) => event.kind === 'tool_started' && event.tool === 'shell')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ kind: 'run_end', status: 'succeeded' });
+    const listed = await runFabricInProcess(
+      ['approvals', 'list', '--state', 'expired', '--json', '--config', sandbox!.configPath],
+      { env, cwd: sandbox!.dir },
+    );
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject([
+      { argv: ['cargo', 'tree', '-e', 'features'], state: 'expired', answer: { channel: 'timeout' } },
+    ]);
+    expect(llm!.chatRequests()).toHaveLength(2);
   }, 120_000);
 });
