@@ -27,9 +27,17 @@ export const APPROVALS_DIR = '.approvals';
 /** An approval id as the fabric makes them: never a path. */
 const WHOLE_ID = /^apr_[a-z0-9]{12}$/;
 
+/** Answered approvals kept in memory at most: past it, the cache starts again. */
+const SETTLED_CACHE = 5000;
+
 export class FileApprovalStore implements ApprovalStore {
   readonly #dir: string;
   readonly #now: () => Date;
+  /**
+   * Approvals with their answer: never written again (the answer is created once), so read once.
+   * A server and the daemon list the approvals every second: only the pending ones are read again.
+   */
+  readonly #settled = new Map<string, ApprovalRecord>();
 
   constructor(runsDir: string, now: () => Date = () => new Date()) {
     this.#dir = join(resolve(runsDir), APPROVALS_DIR);
@@ -149,10 +157,17 @@ export class FileApprovalStore implements ApprovalStore {
   }
 
   async #read(id: string): Promise<ApprovalRecord | undefined> {
+    const settled = this.#settled.get(id);
+    if (settled !== undefined) return settled;
     const record = await readJson<ApprovalRecord>(join(this.#dir, `${id}.json`));
     if (record === undefined) return undefined;
     const answer = await readJson<ApprovalAnswer>(join(this.#dir, `${id}.answer.json`));
-    if (answer !== undefined) return { ...record, state: answer.state, answer };
+    if (answer !== undefined) {
+      if (this.#settled.size >= SETTLED_CACHE) this.#settled.clear();
+      const answered: ApprovalRecord = { ...record, state: answer.state, answer };
+      this.#settled.set(id, answered);
+      return answered;
+    }
     const state = stateAt(record, this.#now());
     return state === 'expired' ? { ...record, state, answer: expiryOf(record) } : record;
   }
