@@ -11,6 +11,7 @@ import { batteryRoutes } from './routes-batteries.ts';
 import { daemonRoutes } from './routes-daemon.ts';
 import { approvalRoutes } from './routes-approvals.ts';
 import { parkedRunsFor } from './parked-resumer.ts';
+import { ApprovalFeed } from './approval-feed.ts';
 import type { ParkedRuns } from '../../application/approvals/parked-runs.ts';
 import { infoRoutes } from './routes-info.ts';
 import { runRoutes } from './routes-runs.ts';
@@ -102,9 +103,17 @@ export function createApp(deps: AppDeps): Hono<{ Variables: AuthVariables }> {
   app.route('/v1/daemon', daemonRoutes(deps.fabric));
   app.route('/v1/batteries', batteryRoutes({ fabric: deps.fabric, batteries, log }));
   const parked = deps.parked ?? parkedRunsFor(deps.fabric, hub, log);
+  const feed = new ApprovalFeed(deps.fabric.approvals, log);
   app.route(
     '/v1',
-    approvalRoutes(deps.fabric, { log, onAnswered: (record) => void parked.answered(record) }),
+    approvalRoutes(deps.fabric, {
+      log,
+      feed,
+      onAnswered: (record) => {
+        feed.answered(record);
+        void parked.answered(record);
+      },
+    }),
   );
   app.route('/v1', infoRoutes(deps.fabric));
   app.all('/mcp', mcpHandler(deps.fabric, hub, log));

@@ -13,6 +13,8 @@ import { ApiError } from './api-error.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { AuthVariables } from './auth.ts';
 import { readJson, validateBody } from './bodies.ts';
+import type { ApprovalFeed, ApprovalFeedEvent } from './approval-feed.ts';
+import { sseResponse } from './sse.ts';
 
 export const AnswerBody = v.strictObject({
   decision: v.picklist(['approve', 'deny']),
@@ -35,6 +37,8 @@ export function approvalRoutes(
     readonly log: (line: string) => void;
     /** The channel answers here are recorded as (`http`, or `viewer` for the viewer's own route). */
     readonly onAnswered?: (record: ApprovalRecord) => void;
+    /** The stream of every approval asked and answered (`GET /v1/approvals/events`). */
+    readonly feed?: ApprovalFeed;
   },
 ): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
@@ -50,6 +54,32 @@ export function approvalRoutes(
       runId: run,
     });
     return c.json({ approvals });
+  });
+
+  app.get('/approvals/events', (c) => {
+    const feed = options.feed;
+    if (feed === undefined) throw new ApiError('not_found', 'This server has no approvals stream.');
+    const run = c.req.query('run');
+    return sseResponse<ApprovalFeedEvent>(
+      (send) => {
+        let stop: (() => void) | undefined;
+        let gone = false;
+        void feed
+          .listen((event) => {
+            if (run === undefined || event.approval.run_id === run) send(event);
+          })
+          .then((unlisten) => {
+            if (gone) unlisten();
+            else stop = unlisten;
+          });
+        return () => {
+          gone = true;
+          stop?.();
+        };
+      },
+      // It never ends by itself: approvals come as long as the server runs.
+      () => false,
+    );
   });
 
   app.get('/approvals/:id', async (c) => {
