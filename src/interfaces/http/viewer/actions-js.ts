@@ -46,6 +46,30 @@ export const ACTIONS_JS = `
       .catch(function () { /* the page still says what was answered */ });
   }
 
+  // A parked run's page: an answer given anywhere (this page, another, the CLI, MCP, an expiry)
+  // comes on the approvals stream; the page is fetched again until the server has resumed the
+  // run, then follows it live to its end.
+  function watchParked() {
+    if (!main || main.getAttribute('data-live') === 'true' || !parked()) return;
+    var source = new EventSource('/v1/approvals/events?run=' + encodeURIComponent(main.getAttribute('data-run-id')));
+    var settling = false;
+    source.addEventListener('approval_decided', function () {
+      if (!settling) settle(20);
+    });
+    function settle(tries) {
+      settling = true;
+      refreshState().then(function () {
+        if (main.getAttribute('data-live') === 'true' || !parked()) { source.close(); settling = false; return; }
+        if (tries > 0) setTimeout(function () { settle(tries - 1); }, 500);
+        else settling = false;
+      });
+    }
+  }
+  function parked() {
+    var status = document.getElementById('run-status');
+    return !!status && status.textContent.indexOf('awaiting_approval') >= 0;
+  }
+
   function approvalActions() {
     document.addEventListener('submit', function (event) {
       var form = event.target;

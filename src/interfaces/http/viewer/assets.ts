@@ -138,6 +138,7 @@ export const LIVE_JS = `'use strict';
   listKeys();
   resumeActions();
   approvalActions();
+  watchParked();
   steerActions();
   setInterval(countOn, 1000);
 
@@ -241,7 +242,9 @@ export const LIVE_JS = `'use strict';
     KINDS.forEach(function (kind) {
       source.addEventListener(kind, function (message) {
         var seq = Number(message.lastEventId);
-        if (kind === 'run_end') { ended = true; source.close(); }
+        // A resumed run's backlog holds the run_end it parked (or stopped) with: only a newer
+        // one than the page shows ends it.
+        if (kind === 'run_end' && seq > last) { ended = true; source.close(); }
         if (seq > last || ended) refresh();
       });
     });
@@ -273,6 +276,8 @@ export const LIVE_JS = `'use strict';
             source.close();
             var steer = document.getElementById('steer');
             if (steer) steer.remove();
+            // Parked again on its next approval: wait for that answer too.
+            watchParked();
           }
         })
         .catch(function () { /* the next event tries again */ })

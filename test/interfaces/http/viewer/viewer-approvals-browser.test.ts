@@ -113,6 +113,9 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
 
     const page = await context.newPage();
     await page.goto(`${api.url}/runs/${id}`);
+    // Another page of the run that only watches: the answer reaches it on the approvals stream.
+    const watcher = await context.newPage();
+    await watcher.goto(`${api.url}/runs/${id}`);
     // A second tab, opened before the answer: its buttons are still there.
     const stale = await context.newPage();
     await stale.goto(`${api.url}/approvals`);
@@ -170,7 +173,18 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
       .map((request) => JSON.stringify(request.body))
       .find((body) => body.includes('only the tree, please'));
     expect(read).toContain('compositor-core v0.1.0');
+    // Both run pages follow the resumed run to its end without a reload: its last turn in the
+    // timeline, its status succeeded.
+    for (const shown of [page, watcher]) {
+      await shown.waitForFunction(
+        () => document.getElementById('run-status')?.textContent?.includes('succeeded'),
+        null,
+        { timeout: 30_000 },
+      );
+      expect(await shown.locator('#timeline').textContent()).toContain('Looked at the tree');
+    }
     await page.close();
+    await watcher.close();
     await stale.close();
   }, 180_000);
 
