@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { SlowFirst } from './test/support/slow-first.ts';
 
 export default defineConfig({
   // Packs import the pack API as a user's would; in the tests that is the sources.
@@ -11,5 +12,7 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: CLI and cargo tests spawn processes of their own.
     maxWorkers: 2,
+    // The slowest files first, so the two workers end together (test/support/slow-first.ts).
+    sequence: { sequencer: SlowFirst },
   },
 });
