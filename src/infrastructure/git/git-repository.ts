@@ -9,6 +9,16 @@ import { git, runGit } from './run-git.ts';
 /** Where the daemon keeps the edits of runs parked on an approval (SPEC §19), one ref per run. */
 export const PARKED_REFS = 'refs/fabric/parked';
 
+/** A ref the daemon made: it never reads, moves or deletes any other (a state file edited by hand). */
+function parkedRef(ref: string): string {
+  if (!/^refs\/fabric\/parked\/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(ref) || ref.includes('..'))
+    throw new FabricError(
+      'usage',
+      `"${ref}" is not a ref the daemon set a parked run's edits aside under (refs/fabric/parked/<run>); the daemon's state file was changed by hand.`,
+    );
+  return ref;
+}
+
 /** The daemon's git port over a work tree, through git itself (argv, no shell). */
 export class GitRepository implements Repository {
   readonly #root: string;
@@ -127,7 +137,7 @@ export class GitRepository implements Repository {
         GIT_COMMITTER_EMAIL: 'fabric-daemon@localhost',
       })
     ).trim();
-    const ref = `${PARKED_REFS}/${name}`;
+    const ref = parkedRef(`${PARKED_REFS}/${name}`);
     await git(
       this.#root,
       ['update-ref', '-m', message.split('\n')[0] ?? message, ref, commit],
@@ -139,6 +149,7 @@ export class GitRepository implements Repository {
   async bringBack(
     ref: string,
   ): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
+    parkedRef(ref);
     const [tree, base] = await Promise.all([
       this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside'),
       this.#must(['rev-parse', `${ref}^^{tree}`], 'Reading the changes set aside'),
@@ -167,6 +178,7 @@ export class GitRepository implements Repository {
   }
 
   async holdsAside(ref: string): Promise<boolean> {
+    parkedRef(ref);
     const parent = await runGit(this.#root, ['rev-parse', '-q', '--verify', `${ref}^`]);
     if (parent.exitCode !== 0 || parent.stdout.trim() !== (await this.head())) return false;
     const aside = await this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside');
@@ -174,6 +186,7 @@ export class GitRepository implements Repository {
   }
 
   async dropAside(ref: string): Promise<void> {
+    parkedRef(ref);
     await git(this.#root, ['update-ref', '-d', ref], 'Forgetting the changes set aside');
   }
 

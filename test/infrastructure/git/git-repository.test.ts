@@ -193,6 +193,16 @@ describe('GitRepository', () => {
       expect(await git(dir, 'show', `${ref}:a.txt`)).toBe('parked edit');
     });
 
+    it('touches no ref but its own: a hand-edited state naming a branch is refused, the branch kept', async () => {
+      const dir = await newRepo();
+      const repo = new GitRepository(dir);
+      for (const ref of ['refs/heads/main', 'refs/fabric/parked/../../heads/main', 'HEAD'])
+        await expect(repo.dropAside(ref)).rejects.toThrow('is not a ref the daemon set');
+      await expect(repo.bringBack('refs/heads/main')).rejects.toThrow('is not a ref the daemon set');
+      await expect(repo.setAside('../heads/main', 'x')).rejects.toThrow('is not a ref the daemon set');
+      expect(await git(dir, 'branch', '--list')).toBe('* main');
+    });
+
     it('brings back nothing when nothing was changed before the park', async () => {
       const dir = await newRepo();
       const repo = new GitRepository(dir);
