@@ -85,7 +85,7 @@ export function createFabricMcpServer(
       progressToken: request.params._meta?.progressToken,
       notify: extra.sendNotification,
       log,
-      approvals: mcpApprovalOptions(server),
+      approvals: mcpApprovalOptions(server, extra.requestId),
       client: server.getClientVersion()?.name,
     });
     try {

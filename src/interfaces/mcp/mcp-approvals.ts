@@ -4,7 +4,7 @@
  * id, and answers it with `answer_approval`. An MCP call never hangs on an approval nobody sees.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { ElicitRequestFormParams } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitRequestFormParams, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { AnswerInput } from '../../application/approvals/approval-store.ts';
 import type { ApprovalPrompt } from '../../application/run/call-approvals.ts';
 import type { OnApproval } from '../../domain/approvals.ts';
@@ -28,20 +28,32 @@ export interface McpApprovalOptions {
  * With elicitation: the run waits, asking the client (and any other channel answers too).
  * Without: the run parks unless the config says otherwise, and the tool returns at once.
  */
-export function mcpApprovalOptions(server: Server): McpApprovalOptions {
+export function mcpApprovalOptions(server: Server, relatedRequestId?: RequestId): McpApprovalOptions {
   // Nobody to ask: a config's `wait` parks too, so the call returns at once (it never hangs).
   if (server.getClientCapabilities()?.elicitation === undefined)
     return { defaultOnApproval: 'park', noWaiting: true };
-  return { onApproval: 'wait', defaultOnApproval: 'park', approvalPrompt: elicitingPrompt(server) };
+  return {
+    onApproval: 'wait',
+    defaultOnApproval: 'park',
+    approvalPrompt: elicitingPrompt(server, relatedRequestId),
+  };
 }
 
-/** Asks the client's person; accept → their answer, decline → deny, cancel (or a failure) → undefined. */
-export function elicitingPrompt(server: Server): ApprovalPrompt {
+/**
+ * Asks the client's person; accept → their answer, decline → deny, cancel (or a failure) →
+ * undefined. `relatedRequestId`: the tool call it belongs to, so over streamable HTTP the question
+ * rides that call's own response stream (a client need not hold a GET stream open).
+ */
+export function elicitingPrompt(server: Server, relatedRequestId?: RequestId): ApprovalPrompt {
   return async (record, signal) => {
     const by = server.getClientVersion()?.name;
     let result: Awaited<ReturnType<Server['elicitInput']>>;
     try {
-      result = await server.elicitInput(elicitation(record), { signal, timeout: ELICIT_TIMEOUT_MS });
+      result = await server.elicitInput(elicitation(record), {
+        signal,
+        timeout: ELICIT_TIMEOUT_MS,
+        ...(relatedRequestId === undefined ? {} : { relatedRequestId }),
+      });
     } catch {
       // Cancelled, timed out or refused by the client: other channels may still answer.
       return undefined;
