@@ -31,12 +31,23 @@ Routes (JSON; errors are { "error": { "code", "message" } }):
   GET  /v1/runs/:id/runlog      its runlog.jsonl (application/x-ndjson)
   POST /v1/runs/:id/cancel      cancel a run in progress (409 when it has ended)
   POST /v1/runs/:id/replay      its timeline, or { "execute": true, workspace? } to re-run and compare
+  POST /v1/runs/:id/resume      a paused run goes on; one its process left goes on from its runlog (SPEC §18)
+  POST /v1/runs/:id/messages    steer it: { text, mode: steer | interrupt, expected_step? } (SPEC §19)
+  POST /v1/runs/:id/pause       hold it after its current step (POST …/resume lets it go on)
+  GET  /v1/approvals            the approvals (?state=pending|approved|denied|expired|cancelled|all, ?run=)
+  GET  /v1/approvals/events     every approval as it is asked and answered (Server-Sent Events; ?run=)
+  GET|POST /v1/approvals/:id    one approval; answer it: { decision: approve | deny, scope?, pattern?, message? }
+  GET  /v1/grants               lasting grants; DELETE /v1/grants/:id revokes one
+  GET  /v1/daemon               the OpenSpec daemon's status per repository (?repo=DIR)
+  GET  /v1/batteries            batteries; POST to start one, /:id/events to follow it
   GET  /v1/specialists          the configured specialists
   GET  /v1/models               every backend's models, and the model each specialist would use
   GET  /v1/health               the model backends' state (open without the token)
   GET  /v1/lm-indicator         the LM indicator (offline | healthy | degraded)
   GET  /v1/exports/:name        lm_usage_7d | lm_health_7d | lm_insights_7d | lm_indicator
-  *    /mcp                     the MCP server of \`fabric mcp\`, over streamable HTTP (stateless)
+  *    /mcp                     the MCP server of \`fabric mcp\`, over streamable HTTP (a session per
+                                client: it elicits approvals from a client that can answer them)
+  GET  /metrics                 Prometheus metrics · / the viewer (runs, approvals, daemon, batteries)
 
 Runs: inside a git work tree the server never writes into it: the default ./runs becomes
 <git dir>/fabric/runs (its runs and embedded database), and the runs in ./runs are listed too.
