@@ -60,6 +60,21 @@ export class ProgressReporter implements RunObserver {
         if (event.model_reason) this.#line(s.dim(`  model: ${event.model_reason}`));
         if (event.window_note) this.#line(s.yellow(`  window: ${event.window_note}`));
         break;
+      case 'run_resumed': {
+        // A run going on (SPEC §18): its step limit as it goes on, and what changed meanwhile.
+        this.#maxSteps = event.max_steps;
+        this.#finalTurn = false;
+        this.#finalReport = undefined;
+        this.#stuckShown = false;
+        const model = event.model === undefined ? '' : ` · model ${event.model} (${event.backend})`;
+        this.#line(
+          `${s.bold('fabric')} run ${event.run_id} goes on (it was ${event.previous_status})${model}`,
+        );
+        if (event.model_reason) this.#line(s.dim(`  model: ${event.model_reason}`));
+        if (event.drift.length > 0)
+          this.#line(s.yellow(`  changed while it was stopped: ${event.drift.join(', ')}`));
+        break;
+      }
       case 'llm_request':
         if (event.final_turn) this.#finalTurn = true;
         this.#line(

@@ -67,6 +67,12 @@ describe('fabric resume after the run was killed', () => {
     expect(out.exitCode, out.stderr).toBe(0);
     const result = JSON.parse(out.stdout) as RunResult;
     expect(result).toMatchObject({ run_id: runId, status: 'succeeded', payload: { answer: '1.864114 mi' } });
+    // The progress says the run goes on, and counts its steps against its limit (not /0).
+    expect(out.stderr).toContain(`fabric run ${runId} goes on (it was interrupted) · model ${MODEL}`);
+    const start = (await events(runId)).find((event) => event.kind === 'run_start');
+    const limit = start?.kind === 'run_start' ? start.max_steps : 0;
+    expect(out.stderr).toContain(`[3/${limit}]`);
+    expect(out.stderr).not.toMatch(/\[\d+\/0\]/);
 
     // The request after the resume is the one the killed process sent, byte for byte.
     expect(llm.chatRequests()).toHaveLength(4);
