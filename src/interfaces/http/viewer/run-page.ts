@@ -23,7 +23,7 @@ export function runPage(
   return page(
     `Run ${view.run_id}`,
     html`<h1>Run <span class="mono">${view.run_id}</span></h1>
-${summary(view, live, pending)}
+${summary(view, live, pending, resumerOf(events))}
 ${approvalResultLine()}
 ${approvalsRegion(approvals, { showRun: false })}
 ${steerControls(view)}
@@ -56,13 +56,24 @@ export function runFragment(
   const last = Math.max(afterSeq, events.at(-1)?.seq ?? 0);
   const pending = approvals.some((record) => record.state === 'pending');
   return html`<!doctype html><html lang="en"><body><div id="fragment" data-last-seq="${String(last)}" data-live="${String(live)}">
-${summary(view, live, pending)}
+${summary(view, live, pending, resumerOf(events))}
 ${approvalsRegion(approvals, { showRun: false })}
 <ol id="timeline">${timelineItems(events, afterSeq)}</ol>
 </div></body></html>`;
 }
 
-function summary(view: RunView, live: boolean, pendingApprovals: boolean): SafeHtml {
+/** Who alone resumes the run (`run_start.resumer`: the OpenSpec daemon), when anyone does. */
+function resumerOf(events: readonly RunEvent[]): string | undefined {
+  const start = events.find((event) => event.kind === 'run_start');
+  return start?.kind === 'run_start' ? start.resumer : undefined;
+}
+
+function summary(
+  view: RunView,
+  live: boolean,
+  pendingApprovals: boolean,
+  resumer: string | undefined,
+): SafeHtml {
   const id = encodeURIComponent(view.run_id);
   const took =
     view.started_at === null
@@ -90,7 +101,13 @@ ${
     ? html`<p class="notice" id="awaiting-approval">This run waits for a person's answer to the approval below; it goes on once every approval it asked for is answered.</p>`
     : ''
 }
-${resumable(view, pendingApprovals) ? resumeForm(view) : ''}</section>`;
+${
+  !resumable(view, pendingApprovals)
+    ? ''
+    : resumer === 'daemon'
+      ? html`<p class="notice" id="daemon-resumes">The OpenSpec daemon that started this run goes on with it once its approvals are answered: it set the run's edits aside, and brings them back itself.</p>`
+      : resumeForm(view)
+}</section>`;
 }
 
 /**
