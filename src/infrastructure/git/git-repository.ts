@@ -127,17 +127,23 @@ export class GitRepository implements Repository {
   }
 
   async setAside(name: string, message: string): Promise<string> {
+    const ref = parkedRef(`${PARKED_REFS}/${name}`);
     const tree = await this.#treeOfWorkTree();
     const commit = (
-      await this.#must(['commit-tree', tree, '-p', 'HEAD', '-m', message], 'Setting the changes aside', {
-        // A ref of the fabric's own, never on a branch: no identity of the user's is needed.
-        GIT_AUTHOR_NAME: 'fabric daemon',
-        GIT_AUTHOR_EMAIL: 'fabric-daemon@localhost',
-        GIT_COMMITTER_NAME: 'fabric daemon',
-        GIT_COMMITTER_EMAIL: 'fabric-daemon@localhost',
-      })
+      await git(
+        this.#root,
+        ['commit-tree', tree, '-p', 'HEAD', '-m', message],
+        'Setting the changes aside',
+        'tool_failed',
+        {
+          // A ref of the fabric's own, never on a branch: no identity of the user's is needed.
+          GIT_AUTHOR_NAME: 'fabric daemon',
+          GIT_AUTHOR_EMAIL: 'fabric-daemon@localhost',
+          GIT_COMMITTER_NAME: 'fabric daemon',
+          GIT_COMMITTER_EMAIL: 'fabric-daemon@localhost',
+        },
+      )
     ).trim();
-    const ref = parkedRef(`${PARKED_REFS}/${name}`);
     await git(
       this.#root,
       ['update-ref', '-m', message.split('\n')[0] ?? message, ref, commit],
@@ -151,8 +157,8 @@ export class GitRepository implements Repository {
   ): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
     parkedRef(ref);
     const [tree, base] = await Promise.all([
-      this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside'),
-      this.#must(['rev-parse', `${ref}^^{tree}`], 'Reading the changes set aside'),
+      git(this.#root, ['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside'),
+      git(this.#root, ['rev-parse', `${ref}^^{tree}`], 'Reading the changes set aside'),
     ]);
     // Nothing was set aside: the run had changed nothing yet.
     if (tree.trim() === base.trim()) return { ok: true };
@@ -181,7 +187,7 @@ export class GitRepository implements Repository {
     parkedRef(ref);
     const parent = await runGit(this.#root, ['rev-parse', '-q', '--verify', `${ref}^`]);
     if (parent.exitCode !== 0 || parent.stdout.trim() !== (await this.head())) return false;
-    const aside = await this.#must(['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside');
+    const aside = await git(this.#root, ['rev-parse', `${ref}^{tree}`], 'Reading the changes set aside');
     return aside.trim() === (await this.#treeOfWorkTree());
   }
 
@@ -195,27 +201,18 @@ export class GitRepository implements Repository {
     const gitDir = (await git(this.#root, ['rev-parse', '--absolute-git-dir'], 'Finding .git')).trim();
     const env = { GIT_INDEX_FILE: `${gitDir}/fabric-aside-${randomUUID()}.index` };
     try {
-      await this.#must(['read-tree', 'HEAD'], 'Reading HEAD', env);
-      await this.#must(['add', '-A', '--', '.', ...this.#exclude], 'Taking the changes', env);
-      return (await this.#must(['write-tree'], 'Taking the changes', env)).trim();
+      await git(this.#root, ['read-tree', 'HEAD'], 'Reading HEAD', 'tool_failed', env);
+      await git(
+        this.#root,
+        ['add', '-A', '--', '.', ...this.#exclude],
+        'Taking the changes',
+        'tool_failed',
+        env,
+      );
+      return (await git(this.#root, ['write-tree'], 'Taking the changes', 'tool_failed', env)).trim();
     } finally {
       await rm(env.GIT_INDEX_FILE, { force: true });
     }
-  }
-
-  /** Runs git with more environment; throws what git said. */
-  async #must(
-    args: readonly string[],
-    what: string,
-    env: Readonly<Record<string, string>> = {},
-  ): Promise<string> {
-    const out = await runGit(this.#root, args, env);
-    if (out.exitCode !== 0)
-      throw new FabricError(
-        'tool_failed',
-        `${what} failed (git ${args.join(' ')}): ${(out.stderr || out.stdout).trim() || `exit code ${out.exitCode}`}`,
-      );
-    return out.stdout;
   }
 
   /** The files changed since HEAD, relative to this repository's directory (the daemon's --repo). */

@@ -46,14 +46,15 @@ export async function runGit(
   }
 }
 
-/** Runs git and returns stdout, or throws `code` with what git said. */
+/** Runs git (with more environment, if given) and returns stdout, or throws `code` with what git said. */
 export async function git(
   cwd: string,
   args: readonly string[],
   what: string,
   code: 'usage' | 'tool_failed' = 'tool_failed',
+  env: Readonly<Record<string, string>> = {},
 ): Promise<string> {
-  const out = await runGit(cwd, args);
+  const out = await runGit(cwd, args, env);
   if (out.exitCode !== 0) {
     const said = (out.stderr || out.stdout).trim();
     throw new FabricError(
