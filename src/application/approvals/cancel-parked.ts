@@ -4,6 +4,7 @@
  * more), then `run_end` `cancelled`, with the run's steps and usage as it parked.
  */
 import { FabricError } from '../../domain/errors.ts';
+import type { RunEvent } from '../../domain/run-events.ts';
 import type { ResumableRunLogs, RunLogStore } from '../ports.ts';
 import type { ApprovalStore } from './approval-store.ts';
 
@@ -13,25 +14,21 @@ export interface CancelParkedDeps {
   readonly now: () => Date;
 }
 
-/** True when the run's record ends parked. */
-export async function isParkedRun(runLogStore: RunLogStore, runId: string): Promise<boolean> {
-  const last = (await runLogStore.read(runId)).events.at(-1);
-  return last?.kind === 'run_end' && last.status === 'awaiting_approval';
+/**
+ * A run whose record ends parked, and who alone goes on with it (`run_start.resumer`: the
+ * OpenSpec daemon, which holds its edits aside); undefined when it is not parked.
+ */
+export function parkedRun(events: readonly RunEvent[]): { readonly resumer: string | undefined } | undefined {
+  const last = events.at(-1);
+  if (last?.kind !== 'run_end' || last.status !== 'awaiting_approval') return undefined;
+  const start = events.find((event) => event.kind === 'run_start');
+  return { resumer: start?.kind === 'run_start' ? start.resumer : undefined };
 }
 
-/**
- * True when the run's record ends parked and any process may go on with it: not one whose
- * `run_start` names its own resumer (the OpenSpec daemon, which holds its edits aside).
- */
+/** True when the run's record ends parked and any process may go on with it. */
 export async function isParkedForAnyone(runLogStore: RunLogStore, runId: string): Promise<boolean> {
-  const events = (await runLogStore.read(runId)).events;
-  const last = events.at(-1);
-  const start = events.find((event) => event.kind === 'run_start');
-  return (
-    last?.kind === 'run_end' &&
-    last.status === 'awaiting_approval' &&
-    (start?.kind !== 'run_start' || start.resumer === undefined)
-  );
+  const parked = parkedRun((await runLogStore.read(runId)).events);
+  return parked !== undefined && parked.resumer === undefined;
 }
 
 /** Ends a parked run `cancelled`; `channel` says through which (http, cli, mcp). */

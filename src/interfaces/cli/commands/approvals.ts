@@ -1,3 +1,4 @@
+import { parkedRun } from '../../../application/approvals/cancel-parked.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
 import { answerApproval } from '../../../application/approvals/answer-approval.ts';
@@ -227,19 +228,13 @@ function grantLine(grant: Grant): string {
 /** What happens to the run now that the approval has its answer. */
 async function whatNext(fabric: ReturnType<typeof createFabric>, record: ApprovalRecord): Promise<string> {
   const contents = await fabric.runLogStore.read(record.run_id).catch(() => undefined);
-  const end = contents?.events.findLast((event) => event.kind === 'run_end');
-  const start = contents?.events.find((event) => event.kind === 'run_start');
-  if (
-    end?.kind === 'run_end' &&
-    end.status === 'awaiting_approval' &&
-    start?.kind === 'run_start' &&
-    start.resumer === 'daemon'
-  )
+  const parked = contents === undefined ? undefined : parkedRun(contents.events);
+  if (parked?.resumer === 'daemon')
     return (
       `Run ${record.run_id} is the OpenSpec daemon's: the daemon brings its edits back and goes on with it ` +
       `(within a second while it runs; else when fabric daemon next starts). fabric daemon status shows the task.`
     );
-  if (end?.kind === 'run_end' && end.status === 'awaiting_approval')
+  if (parked !== undefined)
     return (
       `Run ${record.run_id} is parked: a fabric serve on this runs directory resumes it when it sees the answer; ` +
       `with none running: fabric resume ${record.run_id}`
