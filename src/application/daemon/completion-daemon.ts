@@ -224,19 +224,10 @@ export class CompletionDaemon {
           signal,
         );
         if (outcome === 'cancelled') return 'cancelled';
-        if (outcome === 'parked') {
-          // Its edits are set aside and the tree is clean: the other changes go on.
-          this.#emit({
-            event: 'change_stopped',
-            change: change.id,
-            task: task.id,
-            reason: 'awaiting_approval',
-          });
-          stopped = true;
-          break;
-        }
-        if (outcome === 'blocked') {
-          this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason: 'blocked' });
+        // Blocked (tree restored), or parked (its edits set aside): the other changes go on.
+        if (outcome === 'blocked' || outcome === 'parked') {
+          const reason = outcome === 'parked' ? 'awaiting_approval' : 'blocked';
+          this.#emit({ event: 'change_stopped', change: change.id, task: task.id, reason });
           stopped = true;
           break;
         }

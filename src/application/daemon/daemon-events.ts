@@ -90,12 +90,16 @@ export type DaemonEvent =
       readonly call: string;
       readonly ref: string;
     }
-  /** An interrupted attempt that cannot go on, and why: the daemon does as without resume. */
+  /**
+   * An interrupted attempt that cannot go on, and why: the daemon does as without resume. With
+   * `ref`, it was a parked run: it is cancelled, and its edits are kept at that ref.
+   */
   | {
       readonly event: 'resume_refused';
       readonly task: DaemonTaskView;
       readonly run_id: string;
       readonly reason: string;
+      readonly ref?: string;
     }
   | { readonly event: 'task_retry'; readonly task: DaemonTaskView; readonly diagnostics: string }
   | {

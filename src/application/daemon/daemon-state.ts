@@ -116,3 +116,13 @@ export function freshRecord(change: string, id: string, text: string): DaemonTas
     clippy_note: null,
   };
 }
+
+/**
+ * Puts the record last in the state, replacing an older one of the same task: the last record is
+ * the one the control plane is sent when the state is saved.
+ */
+export function putLast(state: DaemonState, record: DaemonTaskRecord): DaemonTaskRecord {
+  const others = state.tasks.filter((t) => !(t.change === record.change && t.id === record.id));
+  state.tasks = [...others, record];
+  return record;
+}

@@ -9,7 +9,7 @@ import type { Clock } from '../ports.ts';
 import type { DaemonEvent } from './daemon-events.ts';
 import type { TaskRunner } from './daemon-ports.ts';
 import { sleep } from './abortable-sleep.ts';
-import type { DaemonState, DaemonTaskRecord } from './daemon-state.ts';
+import { type DaemonState, type DaemonTaskRecord, putLast } from './daemon-state.ts';
 import { recordView } from './daemon-status.ts';
 import type { OpenSpecScan } from './openspec.ts';
 import type { Repository } from './repository.ts';
@@ -36,7 +36,6 @@ export async function parkTask(
   parked: { readonly runId: string; readonly approval: { readonly id: string; readonly call: string } },
 ): Promise<void> {
   const { runId, approval } = parked;
-  last(ctx.state, record);
   const ref = await ctx.git.setAside(
     runId,
     `${record.change} ${record.id}: run ${runId} parked on approval ${approval.id}\n\n` +
@@ -91,7 +90,6 @@ export async function unparkTask(ctx: ParkingContext, record: DaemonTaskRecord):
         'fabric daemon --retry-blocked tries the task again.',
     };
   }
-  last(ctx.state, record);
   const back = await ctx.git.bringBack(parked.ref);
   if (!back.ok) {
     // The run is not gone on with: it ends cancelled, and the attempt starts again on a clean tree.
@@ -102,7 +100,8 @@ export async function unparkTask(ctx: ParkingContext, record: DaemonTaskRecord):
       event: 'resume_refused',
       task: recordView(record),
       run_id: parked.run_id,
-      reason: `${back.reason}; the attempt starts again, and the edits are kept at ${parked.ref}`,
+      reason: back.reason,
+      ref: parked.ref,
     });
     return { kind: 'restart' };
   }
@@ -126,7 +125,7 @@ export async function forgetParked(
   const parked = record.parked;
   if (parked === undefined || parked === null) return;
   await ctx.runner.cancelParked?.(parked.run_id).catch(() => {});
-  last(ctx.state, record);
+  putLast(ctx.state, record);
   record.status = 'pending';
   record.parked = null;
   record.run_in_flight = null;
@@ -135,7 +134,8 @@ export async function forgetParked(
     event: 'resume_refused',
     task: recordView(record),
     run_id: parked.run_id,
-    reason: `${why}; its parked run is cancelled, and its edits are kept at ${parked.ref}`,
+    reason: why,
+    ref: parked.ref,
   });
 }
 
@@ -214,18 +214,9 @@ export async function restoreSetAside(
   state: DaemonState,
   git: Pick<Repository, 'holdsAside' | 'restore' | 'changedFiles'>,
 ): Promise<void> {
-  for (const record of state.tasks) {
-    const ref = record.status === 'awaiting_approval' ? record.parked?.ref : undefined;
-    if (ref === undefined) continue;
-    if ((await git.changedFiles()).length === 0) return;
-    if (await git.holdsAside(ref).catch(() => false)) await git.restore();
-  }
-}
-
-/** Moves the record last in the state: the one the control plane is sent when the state is saved. */
-function last(state: DaemonState, record: DaemonTaskRecord): void {
-  const index = state.tasks.indexOf(record);
-  if (index === -1 || index === state.tasks.length - 1) return;
-  state.tasks.splice(index, 1);
-  state.tasks.push(record);
+  const refs = state.tasks.flatMap((t) =>
+    t.status === 'awaiting_approval' && t.parked ? [t.parked.ref] : [],
+  );
+  if (refs.length === 0 || (await git.changedFiles()).length === 0) return;
+  for (const ref of refs) if (await git.holdsAside(ref).catch(() => false)) return git.restore();
 }

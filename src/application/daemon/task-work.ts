@@ -12,7 +12,7 @@ import { type Backoff, markBackendDown, markBackendUp } from './backend-health.t
 import { commitMessage } from './commit-message.ts';
 import type { DaemonEvent } from './daemon-events.ts';
 import type { ClippyCounter, TaskRunner, Validator } from './daemon-ports.ts';
-import { type DaemonState, type DaemonTaskRecord, freshRecord } from './daemon-state.ts';
+import { type DaemonState, type DaemonTaskRecord, freshRecord, putLast } from './daemon-state.ts';
 import { recordView } from './daemon-status.ts';
 import type { OpenSpecChange, OpenSpecSource, OpenSpecTask } from './openspec.ts';
 import type { Repository } from './repository.ts';
@@ -84,7 +84,7 @@ export async function workTask(
       : ctx.state.tasks.find((t) => t.change === change.id && t.id === task.id);
   let resuming = kept === undefined ? undefined : item.resume;
   // Last in the state (the record the control plane is sent), kept or new.
-  const record = track(ctx.state, kept ?? freshRecord(change.id, task.id, task.text));
+  const record = putLast(ctx.state, kept ?? freshRecord(change.id, task.id, task.text));
   /** The approval a parked run's answer came to, said when it goes on. */
   let afterApproval: string | undefined;
   if (kept !== undefined && item.parked === true) {
@@ -360,11 +360,4 @@ async function cancel(ctx: TaskWorkContext, record: DaemonTaskRecord): Promise<T
   await ctx.save();
   ctx.emit({ event: 'task_cancelled', task: recordView(record) });
   return 'cancelled';
-}
-
-/** Puts the record in the state, replacing an older one of the same task. */
-function track(state: DaemonState, record: DaemonTaskRecord): DaemonTaskRecord {
-  const others = state.tasks.filter((t) => !(t.change === record.change && t.id === record.id));
-  state.tasks = [...others, record];
-  return record;
 }

@@ -221,10 +221,11 @@ describe('a task whose run is parked on an approval (SPEC §19)', () => {
     p.git.clash = 'the edits set aside clash with what was committed since in src/lib.rs';
     const second = await once(p);
     const refused = second.events.find((e) => e.event === 'resume_refused');
-    expect(refused).toMatchObject({ run_id: 'run1' });
-    expect(refused && 'reason' in refused ? refused.reason : '').toContain(
-      'clash with what was committed since in src/lib.rs; the attempt starts again, and the edits are kept at refs/fabric/parked/run1',
-    );
+    expect(refused).toMatchObject({
+      run_id: 'run1',
+      reason: 'the edits set aside clash with what was committed since in src/lib.rs',
+      ref: 'refs/fabric/parked/run1',
+    });
     // The parked run ends cancelled, a new run takes the attempt (parking again here), no attempt spent.
     expect(p.runner.log).toEqual(['run run1', 'cancel run1', 'run run2']);
     expect(p.git.log).not.toContain('drop refs/fabric/parked/run1');
@@ -254,9 +255,11 @@ describe('a task whose run is parked on an approval (SPEC §19)', () => {
     p.tasks.tasks = [task('1.1', 'Add double, checked')];
     const second = await once(p);
     const refused = second.events.find((e) => e.event === 'resume_refused');
-    expect(refused && 'reason' in refused ? refused.reason : '').toBe(
-      'its task text changed; its parked run is cancelled, and its edits are kept at refs/fabric/parked/run1',
-    );
+    expect(refused).toMatchObject({
+      run_id: 'run1',
+      reason: 'its task text changed',
+      ref: 'refs/fabric/parked/run1',
+    });
     expect(p.runner.log).toEqual(['run run1', 'cancel run1', 'run run2']);
   });
 

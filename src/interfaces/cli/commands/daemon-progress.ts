@@ -66,10 +66,11 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
           `  answer it: fabric approvals answer ${event.approval_id} approve (or deny), the viewer, or POST /v1/approvals/${event.approval_id}`,
       );
     case 'resume_refused':
-      // A parked run's reason says itself what becomes of it and of its edits.
       return s.yellow(
-        `  ${event.task.change} ${event.task.id}: run ${event.run_id} is not resumed (${event.reason})${
-          event.reason.includes(' kept at ') ? '' : '; the attempt starts again'
+        `  ${event.task.change} ${event.task.id}: run ${event.run_id} is not resumed (${event.reason}); ${
+          event.ref === undefined
+            ? 'the attempt starts again'
+            : `it is cancelled, and its edits are kept at ${event.ref} (git cherry-pick --no-commit ${event.ref} brings them back)`
         }`,
       );
     case 'task_retry':
