@@ -94,22 +94,25 @@ export class ApprovalFeed {
     for (const record of [...records].reverse()) {
       const before = known.get(record.id);
       if (before === record.state) continue;
-      if (before === undefined) this.#emit(this.#event('approval_requested', record));
+      // One answered before it was first seen is sent asked, as it was, then decided.
+      if (before === undefined) this.#emit(this.#event('approval_requested', asAsked(record)));
       if (record.state !== 'pending') this.#emit(this.#event('approval_decided', record));
     }
   }
 
-  #event(kind: ApprovalFeedEvent['kind'], record: ApprovalRecord): ApprovalFeedEvent {
+  #event(kind: ApprovalFeedEvent['kind'], approval: ApprovalRecord): ApprovalFeedEvent {
     this.#seq += 1;
-    // A record answered before it was first seen is sent asked as it was, then decided.
-    const approval =
-      kind === 'approval_requested' && record.state !== 'pending'
-        ? (({ answer: _answer, ...rest }) => ({ ...rest, state: 'pending' as const }))(record)
-        : record;
     return { seq: this.#seq, kind, approval };
   }
 
   #emit(event: ApprovalFeedEvent): void {
     for (const listener of this.#listeners) listener(event);
   }
+}
+
+/** The approval as it was asked: pending, without its answer. */
+function asAsked(record: ApprovalRecord): ApprovalRecord {
+  if (record.state === 'pending') return record;
+  const { answer: _answer, ...asked } = record;
+  return { ...asked, state: 'pending' };
 }

@@ -135,5 +135,23 @@ describe('GET /v1/approvals/events (SPEC §19): every approval as it is asked an
       () => expect(seen(late.frames)).toEqual(['approval_requested apr_ccccccccccc3 pending']),
       PATIENCE,
     );
+
+    // Asked and answered elsewhere between two looks: still sent asked (pending, no answer), then decided.
+    await elsewhere.create(approval('apr_ddddddddddd4', 'run-d', 'cargo tree --depth 2'));
+    await elsewhere.answer('apr_ddddddddddd4', {
+      state: 'approved',
+      scope: 'once',
+      pattern: 0,
+      channel: 'cli',
+      at: new Date().toISOString(),
+    });
+    await vi.waitFor(
+      () =>
+        expect(seen(late.frames).slice(1)).toEqual([
+          'approval_requested apr_ddddddddddd4 pending',
+          'approval_decided apr_ddddddddddd4 approved cli',
+        ]),
+      PATIENCE,
+    );
   });
 });
