@@ -67,22 +67,24 @@ describe('approvals at the terminal', () => {
     return { env: testEnv(sandbox, llm.url), workspace: await exampleCrate() };
   }
 
-  /** `fabric run` in a pseudo-terminal: what it printed so far, the keys to type, and its exit code. */
-  function inTerminal(env: Record<string, string>, workspace: string) {
-    const command = [
-      process.execPath,
-      SOURCE_CLI,
+  /** `fabric run` of the rust specialist on the workspace, with the given flags. */
+  function runArgs(workspace: string, ...flags: string[]): string[] {
+    return [
       'run',
       '-s',
       'rust',
       '--workspace',
       workspace,
+      ...flags,
       '--config',
       sandbox!.configPath,
       'Show the tree',
-    ]
-      .map(quote)
-      .join(' ');
+    ];
+  }
+
+  /** `fabric run` in a pseudo-terminal: what it printed so far, the keys to type, and its exit code. */
+  function inTerminal(env: Record<string, string>, workspace: string) {
+    const command = [process.execPath, SOURCE_CLI, ...runArgs(workspace)].map(quote).join(' ');
     const child = spawn(SCRIPT, ['-qfec', command, '/dev/null'], {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -167,42 +169,17 @@ describe('approvals at the terminal', () => {
 
   it('without a terminal the call is refused at once: fabric run ends by itself', async () => {
     const { env, workspace } = await setUp();
-    const done = await spawnFabric(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--json',
-        '--config',
-        sandbox!.configPath,
-        'Show the tree',
-      ],
-      { env, cwd: sandbox!.dir },
-    );
+    const done = await spawnFabric(runArgs(workspace, '--json'), { env, cwd: sandbox!.dir });
     expect(done.exitCode, done.stderr).toBe(0);
     expect(lastMessage(llm!.chatRequests()[1]!.body)).toContain('nobody can be asked in this run');
   }, 120_000);
 
   it('--on-approval wait without a terminal waits for fabric approvals answer from another terminal', async () => {
     const { env, workspace } = await setUp();
-    const child = spawnFabric(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--on-approval',
-        'wait',
-        '--json',
-        '--config',
-        sandbox!.configPath,
-        'Show the tree',
-      ],
-      { env, cwd: sandbox!.dir },
-    );
+    const child = spawnFabric(runArgs(workspace, '--on-approval', 'wait', '--json'), {
+      env,
+      cwd: sandbox!.dir,
+    });
     let id = '';
     await vi.waitFor(async () => {
       const listed = await runFabricInProcess(
@@ -231,22 +208,10 @@ describe('approvals at the terminal', () => {
 
   it('--on-approval wait: an approval nobody answers expires, the model is told it is not a refusal, and the run goes on', async () => {
     const { env, workspace } = await setUp({ approval_timeout_s: 1 });
-    const done = await spawnFabric(
-      [
-        'run',
-        '-s',
-        'rust',
-        '--workspace',
-        workspace,
-        '--on-approval',
-        'wait',
-        '--json',
-        '--config',
-        sandbox!.configPath,
-        'Show the tree',
-      ],
-      { env, cwd: sandbox!.dir },
-    );
+    const done = await spawnFabric(runArgs(workspace, '--on-approval', 'wait', '--json'), {
+      env,
+      cwd: sandbox!.dir,
+    });
     expect(done.exitCode, done.stderr).toBe(0);
     const run = JSON.parse(done.stdout) as { status: string; runlog: string };
     expect(run.status).toBe('succeeded');
