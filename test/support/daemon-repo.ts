@@ -58,6 +58,17 @@ export function calls(...toolCalls: { name: string; arguments: Record<string, un
   return { reply: { toolCalls, usage: { prompt: 100, completion: 20 } } };
 }
 
+/** One model turn adding a module to the crate: its `pub mod` line in lib.rs and its file. */
+export function addModule(name: string, content: string): ScriptedTurn {
+  return calls(
+    {
+      name: 'edit_file',
+      arguments: { path: 'src/lib.rs', old_text: 'pub fn area', new_text: `pub mod ${name};\n\npub fn area` },
+    },
+    { name: 'write_file', arguments: { path: `src/${name}.rs`, content } },
+  );
+}
+
 /** The turn that finishes a run. */
 export function finish(summary: string): ScriptedTurn {
   return calls({ name: 'finish_task', arguments: { summary } });

@@ -2,6 +2,7 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DAEMON_CONFIG,
+  addModule,
   calls,
   daemonRepo,
   finish,
@@ -79,23 +80,7 @@ describe('fabric daemon parks a run on an approval and goes on with other change
         {
           match: taskKey('alpha', '1.1'),
           script: [
-            calls(
-              {
-                name: 'edit_file',
-                arguments: {
-                  path: 'src/lib.rs',
-                  old_text: 'pub fn area',
-                  new_text: 'pub mod double;\n\npub fn area',
-                },
-              },
-              {
-                name: 'write_file',
-                arguments: {
-                  path: 'src/double.rs',
-                  content: rustModule('double', 'x * 2', 'assert_eq!(super::double(4), 8);'),
-                },
-              },
-            ),
+            addModule('double', rustModule('double', 'x * 2', 'assert_eq!(super::double(4), 8);')),
             calls({ name: 'shell', arguments: { command: 'cargo tree' } }),
             finish('Added double, having looked at the tree.'),
           ],

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  addModule,
   calls,
   DAEMON_CONFIG,
   daemonRepo,
@@ -60,23 +61,7 @@ describe('fabric daemon with daemon.models: auto', () => {
           match: taskKey('alpha', '1.1'),
           script: [
             // The first model's one attempt: its test fails. The second's: right.
-            calls(
-              {
-                name: 'edit_file',
-                arguments: {
-                  path: 'src/lib.rs',
-                  old_text: 'pub fn area',
-                  new_text: 'pub mod double;\n\npub fn area',
-                },
-              },
-              {
-                name: 'write_file',
-                arguments: {
-                  path: 'src/double.rs',
-                  content: rustModule('double', 'x + 1', 'assert_eq!(super::double(4), 8);'),
-                },
-              },
-            ),
+            addModule('double', rustModule('double', 'x + 1', 'assert_eq!(super::double(4), 8);')),
             finish('Added double.'),
             calls({
               name: 'edit_file',

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   BASE_LIB,
+  addModule,
   calls,
   DAEMON_CONFIG,
   daemonRepo,
@@ -41,16 +42,6 @@ mod tests {
     }
 }
 `;
-
-function addModule(name: string, content: string) {
-  return calls(
-    {
-      name: 'edit_file',
-      arguments: { path: 'src/lib.rs', old_text: 'pub fn area', new_text: `pub mod ${name};\n\npub fn area` },
-    },
-    { name: 'write_file', arguments: { path: `src/${name}.rs`, content } },
-  );
-}
 
 describe('fabric daemon against a baseline at HEAD', () => {
   let server: FakeLlmServer | undefined;

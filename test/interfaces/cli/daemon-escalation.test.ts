@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  addModule,
   calls,
   DAEMON_CONFIG,
   daemonRepo,
@@ -16,19 +17,7 @@ const SMALL = 'small/coder-7b';
 const BIG = 'big/coder-30b';
 
 function writeDouble(body: string) {
-  return calls(
-    {
-      name: 'edit_file',
-      arguments: { path: 'src/lib.rs', old_text: 'pub fn area', new_text: 'pub mod double;\n\npub fn area' },
-    },
-    {
-      name: 'write_file',
-      arguments: {
-        path: 'src/double.rs',
-        content: rustModule('double', body, 'assert_eq!(super::double(4), 8);'),
-      },
-    },
-  );
+  return addModule('double', rustModule('double', body, 'assert_eq!(super::double(4), 8);'));
 }
 
 describe('fabric daemon with daemon.models', () => {

@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DAEMON_CONFIG,
-  calls,
+  addModule,
   daemonRepo,
   finish,
   git,
@@ -48,23 +48,7 @@ describe('fabric daemon started again after a SIGKILL mid-attempt', () => {
         {
           match: taskKey('alpha', '1.1'),
           script: [
-            calls(
-              {
-                name: 'edit_file',
-                arguments: {
-                  path: 'src/lib.rs',
-                  old_text: 'pub fn area',
-                  new_text: 'pub mod double;\n\npub fn area',
-                },
-              },
-              {
-                name: 'write_file',
-                arguments: {
-                  path: 'src/double.rs',
-                  content: rustModule('double', 'x * 2', 'assert_eq!(super::double(4), 8);'),
-                },
-              },
-            ),
+            addModule('double', rustModule('double', 'x * 2', 'assert_eq!(super::double(4), 8);')),
             // The daemon is killed while it waits for this turn.
             { hang: true },
             finish('Added double.'),

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  addModule,
   calls,
   DAEMON_CONFIG,
   daemonRepo,
@@ -44,23 +45,7 @@ describe("the daemon's state", () => {
           match: taskKey('alpha', '1.1'),
           // Its test fails: the only attempt fails and the task is blocked.
           script: [
-            calls(
-              {
-                name: 'edit_file',
-                arguments: {
-                  path: 'src/lib.rs',
-                  old_text: 'pub fn area',
-                  new_text: 'pub mod double;\n\npub fn area',
-                },
-              },
-              {
-                name: 'write_file',
-                arguments: {
-                  path: 'src/double.rs',
-                  content: rustModule('double', 'x + 1', 'assert_eq!(super::double(4), 8);'),
-                },
-              },
-            ),
+            addModule('double', rustModule('double', 'x + 1', 'assert_eq!(super::double(4), 8);')),
             finish('Added double.'),
           ],
         },
