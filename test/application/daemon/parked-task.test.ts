@@ -11,7 +11,7 @@ import type {
   Validator,
 } from '../../../src/application/daemon/daemon-ports.ts';
 import type { StampedDaemonEvent } from '../../../src/application/daemon/daemon-events.ts';
-import type { DaemonState } from '../../../src/application/daemon/daemon-state.ts';
+import { type DaemonState, emptyState, freshRecord } from '../../../src/application/daemon/daemon-state.ts';
 import type { OpenSpecScan, OpenSpecSource, OpenSpecTask } from '../../../src/application/daemon/openspec.ts';
 import type { Repository } from '../../../src/application/daemon/repository.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
@@ -281,38 +281,14 @@ describe('a task whose run is parked on an approval (SPEC §19)', () => {
   it('a daemon killed as its run parked sets the edits the tree holds aside when started, without resuming the run', async () => {
     const p = parts();
     p.runner.states.set('run9', { kind: 'waiting', approval: { id: 'ap-run9', call: 'cargo tree' } });
-    p.state.state = {
-      version: 1,
-      repo: '/repo',
-      pid: null,
-      host: null,
-      updated_at: '2026-11-28T00:00:00Z',
-      backend: { state: 'up', last_ok: null, failures: 0, backoff_s: 0, last_error: null },
-      tasks: [
-        {
-          change: 'alpha',
-          id: '1.1',
-          text: 'Add double',
-          status: 'running',
-          attempts: 0,
-          run_ids: [],
-          run_in_flight: 'run9',
-          commit: null,
-          diagnostics: null,
-          started_at: null,
-          ended_at: null,
-          seconds: null,
-          tokens: 0,
-          files_changed: null,
-          lines_added: null,
-          lines_removed: null,
-          tests_passed: null,
-          clippy_before: null,
-          clippy_after: null,
-          clippy_note: null,
-        },
-      ],
-    };
+    // The state a daemon killed mid-run leaves: the task running, its run's id saved.
+    const state = emptyState('/repo', new Date('2026-11-28T00:00:00Z'));
+    state.tasks.push({
+      ...freshRecord('alpha', '1.1', 'Add double'),
+      status: 'running',
+      run_in_flight: 'run9',
+    });
+    p.state.state = state;
     p.git.dirty = true;
     const started = await once(p);
     expect(started.kinds).toContain('task_parked');
