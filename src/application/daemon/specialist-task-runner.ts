@@ -104,14 +104,16 @@ export class SpecialistTaskRunner implements TaskRunner {
   async parked(runId: string): Promise<ParkedRunState> {
     const parking = this.#ports.parking;
     if (parking === undefined) return { kind: 'ended', status: 'unknown' };
+    // Asked each second while the daemon idles: a pending approval says enough, and the runlog
+    // (read whole) is read only once none is — a run cancelled meanwhile has none pending either.
+    const [pending] = await parking.approvals.list({ runId, state: 'pending' });
+    if (pending !== undefined)
+      return { kind: 'waiting', approval: { id: pending.id, call: callText(pending) } };
     const last = (await parking.runEvents(runId)).at(-1);
     if (last?.kind !== 'run_end') return { kind: 'ended', status: 'running' };
-    if (last.status !== 'awaiting_approval') return { kind: 'ended', status: last.status };
-    const pending = await parking.approvals.list({ runId, state: 'pending' });
-    const first = pending[0];
-    return first === undefined
+    return last.status === 'awaiting_approval'
       ? { kind: 'answered' }
-      : { kind: 'waiting', approval: { id: first.id, call: callText(first) } };
+      : { kind: 'ended', status: last.status };
   }
 
   async cancelParked(runId: string): Promise<void> {

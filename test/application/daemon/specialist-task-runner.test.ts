@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SpecialistTaskRunner } from '../../../src/application/daemon/specialist-task-runner.ts';
 import type { RunRequest } from '../../../src/application/run/run-request.ts';
+import type { ApprovalRecord } from '../../../src/domain/approvals.ts';
+import type { RunEvent } from '../../../src/domain/run-events.ts';
 import { FabricError } from '../../../src/domain/errors.ts';
 import type { RunResult } from '../../../src/domain/run-result.ts';
 import { fakeRunResult } from '../../support/daemon-fakes.ts';
@@ -36,7 +38,8 @@ describe('SpecialistTaskRunner', () => {
       task: 'Implement 1.1',
       workspace: '/repo',
       model: 'coder',
-      // Its one work tree holds the run's edits: a call that needs approval is refused, never parked.
+      // No parking ports: nothing could tell when a parked run was answered, so a call that needs
+      // approval is refused at once.
       defaultOnApproval: 'deny',
     });
   });
@@ -71,5 +74,46 @@ describe('SpecialistTaskRunner', () => {
     await expect(
       runnerOver([new FabricError('usage', 'bad workspace')]).runner.run('x', new AbortController().signal),
     ).rejects.toThrow('bad workspace');
+  });
+
+  it('with parking, parks its runs as their only resumer, and tells where a parked run stands reading its runlog only once nothing is pending', async () => {
+    const requests: RunRequest[] = [];
+    const read: string[] = [];
+    let pending: ApprovalRecord[] = [
+      { id: 'apr_1', tool: 'shell', argv: ['cargo', 'tree'] } as unknown as ApprovalRecord,
+    ];
+    let end: RunEvent | undefined;
+    const runner = new SpecialistTaskRunner(
+      {
+        run: async (request) => {
+          requests.push(request);
+          return fakeRunResult('r1');
+        },
+        refreshCatalog: () => {},
+        parking: {
+          approvals: { list: async () => pending },
+          runEvents: async (runId) => {
+            read.push(runId);
+            return end === undefined ? [] : [end];
+          },
+          cancelParked: async () => {},
+        },
+      },
+      { specialist: 'rust', workspace: '/repo', model: 'coder', observers: () => [] },
+    );
+    await runner.run('Implement 1.1', new AbortController().signal);
+    expect(requests[0]).toMatchObject({ defaultOnApproval: 'park', resumer: 'daemon' });
+
+    expect(await runner.parked('r1')).toEqual({
+      kind: 'waiting',
+      approval: { id: 'apr_1', call: 'cargo tree' },
+    });
+    expect(read).toEqual([]);
+    pending = [];
+    end = { kind: 'run_end', status: 'awaiting_approval' } as RunEvent;
+    expect(await runner.parked('r1')).toEqual({ kind: 'answered' });
+    end = { kind: 'run_end', status: 'cancelled' } as RunEvent;
+    expect(await runner.parked('r1')).toEqual({ kind: 'ended', status: 'cancelled' });
+    expect(read).toEqual(['r1', 'r1']);
   });
 });
