@@ -46,14 +46,19 @@ export class ProgressReporter implements RunObserver {
 
   onToolCallStarted(): void {}
 
+  /** A run starts, or goes on: its step limit, and nothing of an earlier run's end carried over. */
+  #begin(maxSteps: number): void {
+    this.#maxSteps = maxSteps;
+    this.#finalTurn = false;
+    this.#finalReport = undefined;
+    this.#stuckShown = false;
+  }
+
   onEvent(event: RunEvent): void {
     const s = this.#style;
     switch (event.kind) {
       case 'run_start':
-        this.#maxSteps = event.max_steps;
-        this.#finalTurn = false;
-        this.#finalReport = undefined;
-        this.#stuckShown = false;
+        this.#begin(event.max_steps);
         this.#line(
           `${s.bold('fabric')} run ${event.run_id} · ${event.specialist} · model ${event.model} (${event.backend})`,
         );
@@ -62,10 +67,7 @@ export class ProgressReporter implements RunObserver {
         break;
       case 'run_resumed': {
         // A run going on (SPEC §18): its step limit as it goes on, and what changed meanwhile.
-        this.#maxSteps = event.max_steps;
-        this.#finalTurn = false;
-        this.#finalReport = undefined;
-        this.#stuckShown = false;
+        this.#begin(event.max_steps);
         const model = event.model === undefined ? '' : ` · model ${event.model} (${event.backend})`;
         this.#line(
           `${s.bold('fabric')} run ${event.run_id} goes on (it was ${event.previous_status})${model}`,
