@@ -14,7 +14,7 @@ function parkedRef(ref: string): string {
   if (!/^refs\/fabric\/parked\/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(ref) || ref.includes('..'))
     throw new FabricError(
       'usage',
-      `"${ref}" is not a ref the daemon set a parked run's edits aside under (refs/fabric/parked/<run>); the daemon's state file was changed by hand.`,
+      `"${ref}" is not a ref the daemon set a parked run's edits aside under (refs/fabric/parked/<run>): the daemon's state file was changed by hand. Put that task's "parked" entry back, or delete its record from <runs_dir>/daemon/<repo>-<hash>/state.json (the task is then worked on afresh), and start the daemon again.`,
     );
   return ref;
 }
