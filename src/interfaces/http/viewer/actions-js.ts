@@ -25,7 +25,8 @@ export const ACTIONS_JS = `
   }
 
   // The page again, its approvals and summary swapped in place (the status line stays); a run
-  // that goes on again (answered, resumed by the server) is followed live from here.
+  // that went on again (answered, resumed by the server, perhaps already ended) shows its
+  // newer steps, and is followed live from here while it runs.
   function refreshState() {
     return fetch(location.pathname + location.search, { credentials: 'same-origin' })
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
@@ -37,8 +38,18 @@ export const ACTIONS_JS = `
           if (next && current) current.replaceWith(document.adoptNode(next));
         });
         var nextMain = doc.getElementById('main');
-        if (main && nextMain && main.getAttribute('data-live') !== 'true' &&
-            nextMain.getAttribute('data-live') === 'true') {
+        if (!main || !nextMain || main.getAttribute('data-live') === 'true') return;
+        // A run that went on (and may have ended) since this page was drawn: its timeline as
+        // the server has it now, then followed live from there while it still runs.
+        var seen = Number(main.getAttribute('data-last-seq')) || 0;
+        var now = Number(nextMain.getAttribute('data-last-seq')) || 0;
+        var timeline = document.getElementById('timeline');
+        var nextTimeline = doc.getElementById('timeline');
+        if (now > seen && timeline && nextTimeline) {
+          timeline.replaceWith(document.adoptNode(nextTimeline));
+          main.setAttribute('data-last-seq', String(now));
+        }
+        if (nextMain.getAttribute('data-live') === 'true') {
           main.setAttribute('data-live', 'true');
           follow(main);
         }

@@ -116,6 +116,12 @@ describe.skipIf(missing)("the run viewer's approvals and steering in headless Ch
     // Another page of the run that only watches: the answer reaches it on the approvals stream.
     const watcher = await context.newPage();
     await watcher.goto(`${api.url}/runs/${id}`);
+    // The watcher fetches its page again only once the resumed run has ended (as when the
+    // model is quick): it must still show the steps after the answer, not only the status.
+    await watcher.route(`${api.url}/runs/${id}`, async (route) => {
+      await vi.waitFor(async () => expect(await status(id)).toBe('succeeded'), PATIENCE);
+      await route.continue();
+    });
     // A second tab, opened before the answer: its buttons are still there.
     const stale = await context.newPage();
     await stale.goto(`${api.url}/approvals`);
