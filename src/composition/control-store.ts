@@ -35,6 +35,7 @@ export function controlStoreFor(
     enabled: config.control.enabled,
     dsn: config.control.dsn,
     runsDir: config.runs_dir,
+    cacheDir: config.cacheDir,
     existingOnly: options.existingOnly === true,
   });
 }

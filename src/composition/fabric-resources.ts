@@ -39,6 +39,7 @@ export async function openFabricControlPlane(
       enabled: config.control.enabled,
       dsn: config.control.dsn,
       runsDir: config.runs_dir,
+      cacheDir: config.cacheDir,
       poolSize: config.control.pool_size,
     });
   } catch (error) {

@@ -21,6 +21,8 @@ export const ENVIRONMENT_VARIABLES: Readonly<Record<string, string>> = {
   OLLAMA_HOST: 'Ollama server: a URL, host:port, or 0.0.0.0 (this machine)',
   FABRIC_CONFIG: 'path of the config file (fabric.yaml or .json)',
   FABRIC_RUNS_DIR: 'where runs/<run_id>/runlog.jsonl are written (default ./runs)',
+  FABRIC_CACHE_DIR:
+    "where the fabric keeps what it can make again, e.g. a new embedded database's start (default ~/.cache/agent-fabric; off: nowhere)",
   FABRIC_DSN: 'Postgres connection string for the control plane',
   FABRIC_QUEUE: 'in_process (default) or postgres: queue HTTP runs for `fabric worker`s (needs FABRIC_DSN)',
   FABRIC_API_TOKEN: 'bearer token the HTTP API requires',

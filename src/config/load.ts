@@ -29,6 +29,13 @@ export interface FabricConfig extends Omit<ParsedConfig, 'llm'> {
    */
   readonly runsDirSet: boolean;
   /**
+   * The fabric's cache, shared by every runs directory on the machine: `FABRIC_CACHE_DIR`, else
+   * `$XDG_CACHE_HOME/agent-fabric`, else `~/.cache/agent-fabric`; null when `FABRIC_CACHE_DIR` is
+   * `off` or no home is known. Holds only what can be made again (a new embedded database's
+   * initdb output).
+   */
+  readonly cacheDir: string | null;
+  /**
    * sha256 of the effective configuration's parts that shape a run (the models, the loop, the
    * specialists, the profiles, search), logged in `run_start`; where a process keeps its runs and
    * reaches its databases, its API, queue, worker, telemetry and log settings are left out, so a
@@ -163,7 +170,24 @@ export async function buildConfig(
   );
   const effective = { ...parsed, runs_dir: runsDir, specialists };
   const { runs_dir, control, api, daemon, queue, worker, telemetry, log_format, ...shaping } = effective;
-  return { ...effective, source, baseDir, runsDirSet: fromEnv || inFile, digest: await digestOf(shaping) };
+  return {
+    ...effective,
+    source,
+    baseDir,
+    runsDirSet: fromEnv || inFile,
+    cacheDir: cacheDirOf(env, cwd),
+    digest: await digestOf(shaping),
+  };
+}
+
+function cacheDirOf(env: Environment, cwd: string): string | null {
+  const chosen = env.FABRIC_CACHE_DIR?.trim() ?? '';
+  if (chosen === 'off') return null;
+  if (chosen !== '') return resolve(cwd, chosen);
+  const xdg = env.XDG_CACHE_HOME?.trim() ?? '';
+  if (isAbsolute(xdg)) return resolve(xdg, 'agent-fabric');
+  const home = env.HOME?.trim() || env.USERPROFILE?.trim() || '';
+  return isAbsolute(home) ? resolve(home, '.cache', 'agent-fabric') : null;
 }
 
 /**

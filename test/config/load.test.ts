@@ -86,6 +86,17 @@ describe('loadConfig', () => {
     expect(config.control.dsn).toBe('postgres://x');
   });
 
+  it('puts the fabric cache where FABRIC_CACHE_DIR, XDG_CACHE_HOME or HOME says, and nowhere for off', async () => {
+    const cacheOf = async (env: Record<string, string>) => (await loadConfig({ cwd: dir, env })).cacheDir;
+    expect(await cacheOf({ HOME: '/home/u' })).toBe('/home/u/.cache/agent-fabric');
+    expect(await cacheOf({ HOME: '/home/u', XDG_CACHE_HOME: '/x/cache' })).toBe('/x/cache/agent-fabric');
+    // A relative XDG_CACHE_HOME is invalid by its spec, and ignored.
+    expect(await cacheOf({ HOME: '/home/u', XDG_CACHE_HOME: 'rel' })).toBe('/home/u/.cache/agent-fabric');
+    expect(await cacheOf({ HOME: '/home/u', FABRIC_CACHE_DIR: 'c' })).toBe(join(dir, 'c'));
+    expect(await cacheOf({ HOME: '/home/u', FABRIC_CACHE_DIR: 'off' })).toBeNull();
+    expect(await cacheOf({})).toBeNull();
+  });
+
   it('names the path, what was expected and what was found for a bad value', async () => {
     const error = await failure('specialists:\n  rust:\n    builder: builtin:rust\n    max_steps: "many"\n');
     expect(error.code).toBe('config_invalid');

@@ -40,12 +40,19 @@ export async function makeSandbox(extra: Record<string, unknown> = {}): Promise<
   };
 }
 
+/**
+ * The suite's fabric cache, shared by its tests as a user's is by their runs directories: one
+ * initdb of the embedded database for the whole suite, not one for each new runs directory.
+ */
+export const TEST_CACHE_DIR = join(tmpdir(), 'fabric-test-cache');
+
 /** The environment a test run sees: the fake server as LM Studio, Ollama on a closed port. */
 export function testEnv(sandbox: Sandbox, lmStudioUrl: string, extra: Record<string, string> = {}) {
   return {
     LM_STUDIO_URL: lmStudioUrl,
     OLLAMA_HOST: '127.0.0.1:9',
     FABRIC_RUNS_DIR: sandbox.runsDir,
+    FABRIC_CACHE_DIR: TEST_CACHE_DIR,
     NO_COLOR: '1',
     ...extra,
   };

@@ -14,6 +14,8 @@ export interface ControlStoreSettings {
   readonly existingOnly?: boolean;
   /** The most connections the Postgres store's read pool opens (`control.pool_size`); default 3. */
   readonly poolSize?: number;
+  /** The fabric's cache directory (FabricConfig.cacheDir): a new embedded database starts from it. */
+  readonly cacheDir?: string | null;
 }
 
 /** Where the embedded database lives: hidden under the runs directory, which run listings skip. */
@@ -40,7 +42,7 @@ export async function openControlStore(settings: ControlStoreSettings): Promise<
   const dataDir = embeddedControlDir(settings.runsDir);
   if (settings.existingOnly === true && !(await embeddedControlExists(settings.runsDir))) return null;
   const { PgliteControlStore } = await import('./pglite-control-store.ts');
-  return new PgliteControlStore(dataDir);
+  return new PgliteControlStore(dataDir, { cacheDir: settings.cacheDir ?? null });
 }
 
 /** Whether the runs directory has an embedded database (a data directory initdb finished). */

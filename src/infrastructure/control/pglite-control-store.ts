@@ -9,8 +9,9 @@ import { SqlControlStore } from './sql-control-store.ts';
  * directory, so a user with no database server still gets history and exports.
  */
 export class PgliteControlStore extends SqlControlStore {
-  constructor(dataDir: string) {
-    super('pglite', dataDir, new PgliteExecutor(dataDir));
+  /** `cacheDir`: where a new data directory's initdb output is kept and reused (null: nowhere). */
+  constructor(dataDir: string, options: { readonly cacheDir?: string | null } = {}) {
+    super('pglite', dataDir, new PgliteExecutor(dataDir, options.cacheDir ?? null));
   }
 }
 
@@ -29,9 +30,11 @@ class PgliteExecutor implements SqlExecutor {
   >();
   #closed = false;
   readonly #initializing = new AbortController();
+  readonly #cacheDir: string | null;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, cacheDir: string | null) {
     this.#dataDir = dataDir;
+    this.#cacheDir = cacheDir;
   }
 
   query<T extends object>(text: string, params: readonly unknown[] = []): Promise<T[]> {
@@ -119,7 +122,7 @@ class PgliteExecutor implements SqlExecutor {
   async #spawn(): Promise<{ worker: Worker; release: () => Promise<void> }> {
     const release = await acquireLock(`${this.#dataDir}.lock`);
     try {
-      await ensureDataDir(this.#dataDir, this.#initializing.signal);
+      await ensureDataDir(this.#dataDir, { signal: this.#initializing.signal, cacheDir: this.#cacheDir });
     } catch (error) {
       await release();
       throw error;

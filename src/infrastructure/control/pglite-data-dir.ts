@@ -12,8 +12,14 @@ const INIT_TIMEOUT_MS = 180_000;
  * held by a long-lived server (a reopened store peaks near 220 MB). Under Deno, or
  * when the runtime cannot be started again, the worker creates the directory itself on open.
  * Call with the directory's lock held. `signal` stops the child (the store is closing).
+ * `cacheDir` (the fabric's cache, or null for none) keeps initdb's output once per PGlite
+ * version, and later directories are unpacked from it (see pglite-init.mjs).
  */
-export async function ensureDataDir(dataDir: string, signal?: AbortSignal): Promise<void> {
+export async function ensureDataDir(
+  dataDir: string,
+  options: { readonly signal?: AbortSignal; readonly cacheDir?: string | null } = {},
+): Promise<void> {
+  const { signal, cacheDir } = options;
   if (await exists(join(dataDir, 'PG_VERSION'))) return;
   if ((globalThis as { Deno?: unknown }).Deno !== undefined) return;
   const script = fileURLToPath(new URL('./pglite-init.mjs', import.meta.url));
@@ -25,7 +31,7 @@ export async function ensureDataDir(dataDir: string, signal?: AbortSignal): Prom
     await new Promise<void>((resolve, reject) => {
       execFile(
         process.execPath,
-        [script, pending],
+        cacheDir ? [script, pending, cacheDir] : [script, pending],
         { timeout: INIT_TIMEOUT_MS, ...(signal === undefined ? {} : { signal }) },
         (error, _stdout, stderr) => {
           if (error === null) resolve();
