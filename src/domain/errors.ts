@@ -22,6 +22,7 @@ export const FABRIC_ERROR_CODES = [
   'approval_not_found',
   'approval_answered',
   'approval_required',
+  'approval_unreadable',
   'runlog_corrupt',
   'runlog_unwritable',
   'tool_failed',

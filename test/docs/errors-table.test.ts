@@ -182,6 +182,8 @@ describe('docs/errors.md, code by code', () => {
         at: '2026-01-01T00:01:00Z',
       }),
     );
+    // And one cut short by a full disk.
+    await writeFile(join(approvals, 'apr_damaged00001.json'), '{"id":"apr_damaged00001","run_id":"do');
     await writeFile(
       join(sandbox.dir, 'bad.yaml'),
       stringify({ specialists: { units: { max_steps: 'many' } } }),
@@ -320,6 +322,10 @@ describe('docs/errors.md, code by code', () => {
         sandbox.configPath,
       ]),
       await post('/v1/approvals/apr_answered01', { decision: 'approve' }),
+    ],
+    approval_unreadable: async () => [
+      await cli(['approvals', 'answer', 'apr_damaged', 'approve', '--json', '--config', sandbox.configPath]),
+      await post('/v1/approvals/apr_damaged00001', { decision: 'approve' }),
     ],
     approval_required: async () => [await run('asking', 'APPROVAL', '--on-approval', 'fail')],
     // A finished run sent to a receiver that is not there.

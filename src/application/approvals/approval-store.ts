@@ -41,6 +41,20 @@ export interface ApprovalStore {
   grants(filter?: GrantFilter): Promise<Grant[]>;
   /** Revokes a grant (an id or a unique prefix); `grant_not_found` when unknown. */
   revoke(id: string, at: string): Promise<Grant>;
+  /**
+   * The store's files that are not whole (cut, emptied, edited by hand): listings leave them
+   * out, and the channels that list name them with what to do.
+   */
+  unreadable(): Promise<UnreadableFile[]>;
+}
+
+/** A file of the approval store that cannot be read as what it should hold. */
+export interface UnreadableFile {
+  readonly file: string;
+  /** What is wrong with it, e.g. "not whole JSON (cut short?)". */
+  readonly problem: string;
+  /** What happens to it and what to do. */
+  readonly fix: string;
 }
 
 /** What a channel sends to answer an approval. */

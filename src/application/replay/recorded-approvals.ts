@@ -7,7 +7,7 @@
 import type { ApprovalAnswer, ApprovalRecord, Grant } from '../../domain/approvals.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
-import type { ApprovalFilter, ApprovalStore } from '../approvals/approval-store.ts';
+import type { ApprovalFilter, ApprovalStore, UnreadableFile } from '../approvals/approval-store.ts';
 
 export class RecordedApprovals implements ApprovalStore {
   readonly #records = new Map<string, ApprovalRecord>();
@@ -80,5 +80,9 @@ export class RecordedApprovals implements ApprovalStore {
 
   async revoke(id: string): Promise<Grant> {
     throw new FabricError('approval_not_found', `No grant "${id}" in this replay.`);
+  }
+
+  async unreadable(): Promise<UnreadableFile[]> {
+    return [];
   }
 }

@@ -6,12 +6,13 @@
  * processes answering at once exactly one wins and the other gets `approval_answered`. Any
  * process with the runs directory reads and answers them: `fabric serve`, a worker, the CLI.
  */
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type {
   ApprovalFilter,
   ApprovalStore,
   GrantFilter,
+  UnreadableFile,
 } from '../../application/approvals/approval-store.ts';
 import {
   type ApprovalAnswer,
@@ -21,6 +22,7 @@ import {
   stateAt,
 } from '../../domain/approvals.ts';
 import { FabricError, errorMessage } from '../../domain/errors.ts';
+import { ANSWER_SHAPE, type Damaged, GRANT_SHAPE, REQUEST_SHAPE, readWhole } from './approval-files.ts';
 
 export const APPROVALS_DIR = '.approvals';
 
@@ -54,6 +56,7 @@ export class FileApprovalStore implements ApprovalStore {
   }
 
   async get(id: string): Promise<ApprovalRecord | undefined> {
+    refuseEmpty(id, 'approval');
     // A whole id is read directly (a waiting run asks every poll); a prefix needs the listing.
     if (WHOLE_ID.test(id)) {
       const record = await this.#read(id);
@@ -70,7 +73,11 @@ export class FileApprovalStore implements ApprovalStore {
   async list(filter: ApprovalFilter = {}): Promise<ApprovalRecord[]> {
     const records: ApprovalRecord[] = [];
     for (const id of await this.#requestIds()) {
-      const record = await this.#read(id);
+      // A damaged file is left out here (`unreadable` names it), never fails the listing.
+      const record = await this.#read(id).catch((error: unknown) => {
+        if (error instanceof FabricError && error.code === 'approval_unreadable') return undefined;
+        throw error;
+      });
       if (record === undefined) continue;
       if (filter.runId !== undefined && record.run_id !== filter.runId) continue;
       if (filter.state !== undefined && record.state !== filter.state) continue;
@@ -80,6 +87,7 @@ export class FileApprovalStore implements ApprovalStore {
   }
 
   async answer(id: string, answer: ApprovalAnswer): Promise<ApprovalRecord> {
+    refuseEmpty(id, 'approval');
     const full = await this.#resolveId(id, await this.#requestIds(), 'approval');
     const record = full === undefined ? undefined : await this.#read(full);
     if (record === undefined) throw notFound('approval', id);
@@ -91,18 +99,47 @@ export class FileApprovalStore implements ApprovalStore {
       throw answered({ ...record, state: 'expired', answer: expiryOf(record) });
     }
     try {
-      await writeFile(join(this.#dir, `${record.id}.answer.json`), `${JSON.stringify(answer)}\n`, {
-        flag: 'wx',
-      });
+      await this.#writeAnswer(record, answer);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-        const now = await this.#read(record.id);
-        throw answered(now ?? record);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw unwritable(this.#dir, error);
+      // An answer file that is not a whole answer (a writer cut by a full disk) is moved aside
+      // once, so the approval can be answered again; exactly one of two answerers moves it.
+      if (!(await this.#setAsideDamagedAnswer(record.id)))
+        throw answered((await this.#read(record.id)) ?? record);
+      try {
+        await this.#writeAnswer(record, answer);
+      } catch (again) {
+        if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw unwritable(this.#dir, again);
+        throw answered((await this.#read(record.id)) ?? record);
       }
-      throw unwritable(this.#dir, error);
     }
     if (answer.state === 'approved' && answer.scope !== 'once') await this.#grant(record, answer);
     return { ...record, state: answer.state, answer };
+  }
+
+  async unreadable(): Promise<UnreadableFile[]> {
+    const found: UnreadableFile[] = [];
+    for (const id of await this.#requestIds()) {
+      const request = await readWhole(join(this.#dir, `${id}.json`), REQUEST_SHAPE, id);
+      if (request.kind === 'damaged') found.push(unreadableRequest(request));
+      const answer = await readWhole(join(this.#dir, `${id}.answer.json`), ANSWER_SHAPE);
+      if (answer.kind === 'damaged')
+        found.push({
+          file: answer.path,
+          problem: answer.why,
+          fix: `approval ${id} shows as pending: answer it again (the damaged answer is moved aside), or delete the file`,
+        });
+    }
+    for (const id of await this.#grantIds()) {
+      const grant = await readWhole(join(this.#dir, 'grants', `${id}.json`), GRANT_SHAPE, id);
+      if (grant.kind === 'damaged')
+        found.push({
+          file: grant.path,
+          problem: grant.why,
+          fix: 'the grant is not in force; delete the file',
+        });
+    }
+    return found;
   }
 
   async grants(filter: GrantFilter = {}): Promise<Grant[]> {
@@ -119,6 +156,7 @@ export class FileApprovalStore implements ApprovalStore {
   }
 
   async revoke(id: string, at: string): Promise<Grant> {
+    refuseEmpty(id, 'grant');
     const full = await this.#resolveId(id, await this.#grantIds(), 'grant');
     const grant = full === undefined ? undefined : await this.#readGrant(full);
     if (grant === undefined) throw notFound('grant', id);
@@ -159,10 +197,19 @@ export class FileApprovalStore implements ApprovalStore {
   async #read(id: string): Promise<ApprovalRecord | undefined> {
     const settled = this.#settled.get(id);
     if (settled !== undefined) return settled;
-    const record = await readJson<ApprovalRecord>(join(this.#dir, `${id}.json`));
-    if (record === undefined) return undefined;
-    const answer = await readJson<ApprovalAnswer>(join(this.#dir, `${id}.answer.json`));
-    if (answer !== undefined) {
+    const request = await readWhole(join(this.#dir, `${id}.json`), REQUEST_SHAPE, id);
+    if (request.kind === 'missing') return undefined;
+    if (request.kind === 'damaged') {
+      const { file, problem, fix } = unreadableRequest(request);
+      throw new FabricError('approval_unreadable', `${file} is not a whole approval (${problem}): ${fix}.`, {
+        details: { approval: id, file },
+      });
+    }
+    const record = request.value as ApprovalRecord;
+    // A damaged answer is no answer: the approval is pending (and can be answered again).
+    const read = await readWhole(join(this.#dir, `${id}.answer.json`), ANSWER_SHAPE);
+    if (read.kind === 'ok') {
+      const answer = read.value as ApprovalAnswer;
       if (this.#settled.size >= SETTLED_CACHE) this.#settled.clear();
       const answered: ApprovalRecord = { ...record, state: answer.state, answer };
       this.#settled.set(id, answered);
@@ -172,9 +219,37 @@ export class FileApprovalStore implements ApprovalStore {
     return state === 'expired' ? { ...record, state, answer: expiryOf(record) } : record;
   }
 
+  /**
+   * Moves a damaged answer file aside; false when the answer there is whole, may still be being
+   * written, or another process is moving this same damaged file (a repair is claimed with an
+   * exclusive file named by the damaged one's time, so exactly one answerer goes on).
+   */
+  async #setAsideDamagedAnswer(id: string): Promise<boolean> {
+    const path = join(this.#dir, `${id}.answer.json`);
+    const read = await readWhole(path, ANSWER_SHAPE);
+    if (read.kind !== 'damaged') return read.kind === 'missing';
+    const info = await stat(path).catch(() => null);
+    // An answer file is created, then written: one younger than this may still be being written.
+    if (info === null || Date.now() - info.mtimeMs < ANSWER_WRITE_MS) return false;
+    const aside = `${path}.damaged-${Math.trunc(info.mtimeMs)}`;
+    try {
+      await writeFile(`${aside}.claim`, '', { flag: 'wx' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw unwritable(this.#dir, error);
+    }
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      throw unwritable(this.#dir, error);
+    }
+    return true;
+  }
+
   async #readGrant(id: string): Promise<Grant | undefined> {
-    const grant = await readJson<Grant>(join(this.#dir, 'grants', `${id}.json`));
-    if (grant === undefined) return undefined;
+    const read = await readWhole(join(this.#dir, 'grants', `${id}.json`), GRANT_SHAPE, id);
+    if (read.kind !== 'ok') return undefined;
+    const grant = read.value as Grant;
     const revoked = await readJson<{ at: string }>(join(this.#dir, 'grants', `${id}.revoked.json`));
     return revoked === undefined ? grant : { ...grant, revoked_at: revoked.at };
   }
@@ -223,6 +298,25 @@ export function expiryOf(record: ApprovalRecord): ApprovalAnswer {
     pattern: 0,
     channel: 'timeout',
     at: record.expires_at ?? new Date().toISOString(),
+  };
+}
+
+/** How long an answer file may take from its creation to its last byte, at most. */
+const ANSWER_WRITE_MS = 2000;
+
+function refuseEmpty(id: string, what: 'approval' | 'grant'): void {
+  if (id.trim() === '')
+    throw new FabricError(
+      'usage',
+      `An ${what} id cannot be empty. List them with: fabric approvals list${what === 'grant' ? ' --grants' : ''}`,
+    );
+}
+
+function unreadableRequest(damaged: Damaged): UnreadableFile {
+  return {
+    file: damaged.path,
+    problem: damaged.why,
+    fix: 'it is left out; its run asks again when it goes on (fabric resume RUN, or the process that parked it). Move the file away to stop this message',
   };
 }
 

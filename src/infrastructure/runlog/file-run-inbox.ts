@@ -30,7 +30,9 @@ export class FileRunInboxes implements RunInboxes {
   async post(runId: string, entry: InboxEntry): Promise<void> {
     const path = this.pathOf(runId);
     try {
-      await appendFile(path, `${JSON.stringify(entry)}\n`, { flag: 'a' });
+      // After a torn last line (a writer that died mid-line), a line of its own, not glued to it.
+      const lead = (await endsTorn(path)) ? '\n' : '';
+      await appendFile(path, `${lead}${JSON.stringify(entry)}\n`, { flag: 'a' });
     } catch (error) {
       throw new FabricError(
         'runlog_unwritable',
@@ -38,6 +40,21 @@ export class FileRunInboxes implements RunInboxes {
         { cause: error },
       );
     }
+  }
+}
+
+/** Whether the file's last byte ends a line; false for a file that is empty or not there. */
+async function endsTorn(path: string): Promise<boolean> {
+  const handle = await open(path, 'r').catch(() => null);
+  if (handle === null) return false;
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return false;
+    const last = Buffer.alloc(1);
+    await handle.read(last, 0, 1, size - 1);
+    return last[0] !== 0x0a;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -109,6 +109,9 @@ export class FileRunLogStore implements RunLogStore, ResumableRunLogs, RunLogTai
 
   /** A path (file or run directory), a run id, or a unique prefix of one. */
   async #locate(ref: string): Promise<string> {
+    // An empty id would be the start of every id, and name the only run there is.
+    if (ref.trim() === '')
+      throw new FabricError('run_not_found', 'A run id cannot be empty. `fabric runs` lists the runs.');
     if (ref.includes('/') || ref.endsWith('.jsonl')) {
       const path = resolve(ref);
       if (await isFile(path)) return path;

@@ -21,6 +21,8 @@ export function exitCodeFor(code: FabricErrorCode): number {
     // An approval that names nothing, or has its answer already (SPEC §19).
     case 'approval_not_found':
     case 'approval_answered':
+    // A file of the approval store that is cut or edited: named, with what to do.
+    case 'approval_unreadable':
     // A battery's workspace over the queue's archive limit: nothing ran.
     case 'workspace_too_large':
       return EXIT.usage;

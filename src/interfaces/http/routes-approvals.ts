@@ -53,7 +53,8 @@ export function approvalRoutes(
       state: state === 'all' ? undefined : (state as ApprovalState),
       runId: run,
     });
-    return c.json({ approvals });
+    // Files of the store that are not whole: left out of the list, named with what to do.
+    return c.json({ approvals, unreadable: await store.unreadable() });
   });
 
   app.get('/approvals/events', (c) => {

@@ -30,6 +30,7 @@ export function httpStatusFor(code: ApiErrorCode): ContentfulStatusCode {
     case 'workspace_too_large':
       return 413;
     case 'runlog_corrupt':
+    case 'approval_unreadable':
     case 'run_stuck':
     case 'model_output_unparseable':
     case 'approval_required':

@@ -1,3 +1,5 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../../src/domain/run-events.ts';
 import {
@@ -164,8 +166,28 @@ describe('a run parked on an approval, over HTTP', () => {
     );
     expect(denied.exitCode, denied.stderr).toBe(0);
     expect(denied.stdout).toContain('a fabric serve on this runs directory resumes it');
+    // A file of the store that another tool damaged: named, and it holds up neither the list nor
+    // the resume (it used to fail every listing, so no parked run was resumed).
+    const damaged = join(sandbox.runsDir, '.approvals', 'apr_bbbbbbbbbbbb.json');
+    await writeFile(damaged, JSON.stringify({ id: 'apr_bbbbbbbbbbbb', run_id: 'r', state: 'pending' }));
+    const listed = await runFabricInProcess(
+      ['approvals', 'list', '--state', 'all', '--config', sandbox.configPath],
+      {
+        env,
+        cwd: sandbox.dir,
+      },
+    );
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(listed.stderr).toContain(`warning: ${damaged} is not whole (specialist: `);
+    expect(listed.stdout).toContain(approval);
     const second = await serve(env);
     await finished(second.url, runId);
+    const all = (await (await fetch(`${second.url}/v1/approvals?state=all`)).json()) as {
+      approvals: { id: string }[];
+      unreadable: { file: string }[];
+    };
+    expect(all.approvals.map((record) => record.id)).toEqual([approval]);
+    expect(all.unreadable.map((bad) => bad.file)).toEqual([damaged]);
     const read = lastMessage(llm.chatRequests()[1]!.body);
     expect(read).toContain('Not run: a person denied `cargo tree -e features`');
     expect(read).toContain('the bug is in damage.rs');

@@ -3,7 +3,8 @@ import { type Sandbox, makeSandbox, runFabricInProcess, testEnv } from '../../su
 import { type FakeLlmServer, startFakeLlmServer } from '../../support/fake-llm-server.ts';
 import { KilledRuns, PATIENCE, sentMessages } from '../../support/killed-run.ts';
 import { CONVERSION_SCRIPT } from '../../support/scripts.ts';
-import { readdir } from 'node:fs/promises';
+import { appendFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { exampleCrate, rustSandbox } from '../../support/rust-run.ts';
 
 /**
@@ -54,6 +55,13 @@ describe('fabric steer to a plain fabric run', () => {
     expect(stale.exitCode).toBe(2);
     expect(stale.stderr).toContain('is at step 2, not 7');
     expect(fake.chatRequests()).toHaveLength(2);
+
+    // An empty id is the start of every id: it names no run, not the only one there is.
+    const empty = await cli(['steer', '', 'to nobody']);
+    expect(empty.exitCode).toBe(2);
+    expect(empty.stderr).toContain('A run id cannot be empty');
+    // A writer that died mid-line: the next message is a line of its own, not glued to it.
+    await appendFile(join(sandbox.runsDir, runId, 'inbox.jsonl'), '{"id":"torn","kind":"mess');
 
     const text = 'The answer must be in miles, with six decimals.';
     const sent = await cli(['steer', runId, text, '--interrupt', '--expected-step', '2', '--json']);

@@ -168,6 +168,9 @@ async function list(
   const state = values.state ?? (values.grants ? undefined : 'pending');
   if (state !== undefined && !STATES.includes(state as ApprovalState))
     throw new FabricError('usage', `--state takes ${STATES.join(', ')}, not "${state}".`);
+  // Files of the store that are not whole are left out of the lists: said, with what to do.
+  for (const bad of await store.unreadable())
+    io.stderr.write(`warning: ${bad.file} is not whole (${bad.problem}): ${bad.fix}.\n`);
   if (values.grants) {
     const grants = await store.grants({ all: state === 'all' });
     if (values.json) io.stdout.write(`${JSON.stringify(grants)}\n`);
