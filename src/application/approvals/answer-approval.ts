@@ -21,7 +21,7 @@ export async function answerApproval(
   if (record === undefined)
     throw new FabricError(
       'approval_not_found',
-      `No approval "${id}" in this runs directory. List the pending ones with: fabric approvals list`,
+      `No approval "${id}" in ${store.location}. List the pending ones with: fabric approvals list (with the config or FABRIC_RUNS_DIR of the run's process)`,
       { details: { approval: id } },
     );
   const scope = input.scope ?? 'once';

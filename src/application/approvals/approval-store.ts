@@ -24,6 +24,8 @@ export interface GrantFilter {
 }
 
 export interface ApprovalStore {
+  /** Where it keeps them, to name in messages (the approvals directory under the runs directory). */
+  readonly location: string;
   /** Keeps a new pending approval. */
   create(record: ApprovalRecord): Promise<void>;
   /** The approval (an id or a unique prefix of one), its state as of now; undefined when unknown. */

@@ -10,6 +10,7 @@ import type { RunEvent } from '../../domain/run-events.ts';
 import type { ApprovalFilter, ApprovalStore, UnreadableFile } from '../approvals/approval-store.ts';
 
 export class RecordedApprovals implements ApprovalStore {
+  readonly location = 'the run being replayed';
   readonly #records = new Map<string, ApprovalRecord>();
   /** The run's answers by call id. */
   readonly #answers = new Map<string, ApprovalAnswer>();

@@ -90,7 +90,7 @@ export class FileApprovalStore implements ApprovalStore {
     refuseEmpty(id, 'approval');
     const full = await this.#resolveId(id, await this.#requestIds(), 'approval');
     const record = full === undefined ? undefined : await this.#read(full);
-    if (record === undefined) throw notFound('approval', id);
+    if (record === undefined) throw notFound('approval', id, this.#dir);
     if (record.state !== 'pending' && !(record.state === 'expired' && answer.state === 'expired'))
       throw answered(record);
     if (record.state === 'expired' && answer.state !== 'expired') {
@@ -159,7 +159,7 @@ export class FileApprovalStore implements ApprovalStore {
     refuseEmpty(id, 'grant');
     const full = await this.#resolveId(id, await this.#grantIds(), 'grant');
     const grant = full === undefined ? undefined : await this.#readGrant(full);
-    if (grant === undefined) throw notFound('grant', id);
+    if (grant === undefined) throw notFound('grant', id, this.#dir);
     if (grant.revoked_at !== undefined) return grant;
     try {
       await writeFile(join(this.#dir, 'grants', `${grant.id}.revoked.json`), `${JSON.stringify({ at })}\n`, {
@@ -334,10 +334,10 @@ function answered(record: ApprovalRecord): FabricError {
   );
 }
 
-function notFound(what: 'approval' | 'grant', id: string): FabricError {
+function notFound(what: 'approval' | 'grant', id: string, dir: string): FabricError {
   return new FabricError(
     'approval_not_found',
-    `No ${what} "${id}" in this runs directory. List them with: fabric approvals list${what === 'grant' ? ' --grants' : ''}`,
+    `No ${what} "${id}" in ${dir}. List them with: fabric approvals list${what === 'grant' ? ' --grants' : ''}`,
     { details: { [what]: id } },
   );
 }

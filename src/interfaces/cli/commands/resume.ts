@@ -40,7 +40,8 @@ run whose process is still running it, a config or pack that changed (without --
 workspace that is gone.
 
 Exit codes: as fabric run: 0 succeeded · 1 failed · 2 refused or usage error · 3 max_steps
-            4 no usable model or backend · 130 cancelled (Ctrl-C)
+            4 no usable model or backend · 5 parked again, awaiting an approval
+            (--on-approval park) · 130 cancelled (Ctrl-C)
 
 Example:
   fabric resume 20260101T120000Z-3f2a --max-steps 10
