@@ -20,6 +20,7 @@ import {
 } from '../domain/approvals.ts';
 import { allowRuleCommands } from '../infrastructure/registry/policy-guard.ts';
 import { checkCommand, parseAllowlist } from '../infrastructure/sandbox/command-policy.ts';
+import { checkBlanks, checkCall, offeredTools, pathRefusal } from './policy-check-call.ts';
 
 export interface PolicyCheck {
   readonly specialist: string;
@@ -54,8 +55,12 @@ export async function askDetails(config: FabricConfig, check: PolicyCheck): Prom
   };
 }
 
-/** Decides one call the way a run of the specialist would, without running anything. */
-export function checkPolicy(
+/**
+ * Decides one call the way a run of the specialist would, without running anything. A call no run
+ * could make (a tool the specialist does not offer, a command for a file tool, a blank flag) is a
+ * usage error, not a decision.
+ */
+export async function checkPolicy(
   config: FabricConfig,
   query: {
     specialist?: string | undefined;
@@ -64,7 +69,7 @@ export function checkPolicy(
     path?: string | undefined;
   },
   cwd: string,
-): PolicyCheck {
+): Promise<PolicyCheck> {
   const specialist = query.specialist ?? onlySpecialist(config);
   const spec = config.specialists[specialist];
   if (spec === undefined) {
@@ -74,6 +79,7 @@ export function checkPolicy(
       `No specialist "${specialist}". Configured specialists: ${known}. \`fabric specialists\` lists them.`,
     );
   }
+  checkBlanks(query);
   const tool = query.tool ?? (query.argv === undefined ? undefined : COMMAND_TOOL);
   if (tool === undefined) {
     throw new FabricError(
@@ -82,18 +88,25 @@ export function checkPolicy(
     );
   }
   const argv = query.argv;
+  const call = { tool, argv, path: query.path };
+  const offered = await offeredTools(config, specialist);
+  checkCall(specialist, call, offered);
   if (tool === COMMAND_TOOL && argv === undefined) {
     throw new FabricError(
       'usage',
       `The ${COMMAND_TOOL} tool is decided by its command: put it after --, e.g. \`fabric policy check -- cargo tree\`. (fabric policy check --help)`,
     );
   }
-  const request: PolicyRequest = { tool, argv, path: query.path };
+  const request: PolicyRequest = call;
   const rules = rulesFor(specialist, spec.policy?.rules, config.policy.rules);
   const allowlist = parseAllowlist(specialistSandbox(spec).allowed_commands);
   const verdict = decidePolicy(request, rules, allowlist);
-  if (verdict.decision !== 'allow' || argv === undefined || tool !== COMMAND_TOOL)
-    return { specialist, request, verdict };
+  if (verdict.decision !== 'allow') return { specialist, request, verdict };
+  if (argv === undefined || tool !== COMMAND_TOOL) {
+    // An allowed path still meets the file tools' confinement to the workspace, as in a run.
+    const sandboxRefusal = await pathRefusal(config, specialist, call, offered);
+    return { specialist, request, verdict, ...(sandboxRefusal === undefined ? {} : { sandboxRefusal }) };
+  }
   // An allowed command still meets the sandbox's fixed rules, as in a run.
   const allowed = [...allowlist, ...parseAllowlist(allowRuleCommands(rules))];
   try {

@@ -30,3 +30,43 @@ function mappingsAt(schema: AnySchema, path: readonly PropertyKey[]): AnySchema[
   if (schema.type === 'array' && schema.item !== undefined) return mappingsAt(schema.item, rest);
   return [];
 }
+
+/**
+ * What the key at `path` takes, in words (`a non-empty string`, `"allow", "ask" or "deny"`), for
+ * a config error about a missing key; undefined when the schema does not say simply.
+ */
+export function expectedAt(schema: v.GenericSchema, path: readonly PropertyKey[]): string | undefined {
+  const key = path.at(-1);
+  if (key === undefined) return undefined;
+  for (const parent of mappingsAt(schema as AnySchema, path.slice(0, -1))) {
+    const entry = Object.hasOwn(parent.entries ?? {}, key) ? parent.entries?.[String(key)] : undefined;
+    if (entry !== undefined) return describeSchema(entry);
+  }
+  return undefined;
+}
+
+function describeSchema(schema: AnySchema): string | undefined {
+  if (schema.wrapped !== undefined) return describeSchema(schema.wrapped);
+  const pipe = (schema as { pipe?: readonly { type: string; requirement?: unknown }[] }).pipe ?? [];
+  switch (schema.type) {
+    case 'string':
+      return pipe.some((step) => step.type === 'min_length' && step.requirement === 1)
+        ? 'a non-empty string'
+        : 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'true or false';
+    case 'picklist': {
+      const names = (schema.options as unknown as readonly string[]).map((name) => JSON.stringify(name));
+      return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
+    }
+    case 'array':
+      return 'a list';
+    case 'object':
+    case 'strict_object':
+    case 'record':
+      return 'a mapping';
+  }
+  return undefined;
+}

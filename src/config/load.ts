@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { FabricError } from '../domain/errors.ts';
 import { didYouMean } from '../domain/words.ts';
 import type { Environment } from './env.ts';
-import { knownKeysAt } from './known-keys.ts';
+import { expectedAt, knownKeysAt } from './known-keys.ts';
 import { FabricConfigSchema, type LlmConfig, type ParsedConfig, type SpecialistConfig } from './schema.ts';
 import { resolveLlm } from './backends.ts';
 import { applyTelemetryEnvironment } from './telemetry.ts';
@@ -281,9 +281,9 @@ function resolvePath(baseDir: string, path: string): string {
 }
 
 function formatIssue(issue: v.BaseIssue<unknown>): string {
-  const path = v.getDotPath(issue) ?? '(top level)';
+  const path = issuePath(issue) ?? '(top level)';
+  const keys = (issue.path ?? []).map((item) => item.key as PropertyKey);
   if (issue.kind === 'schema' && issue.expected === 'never') {
-    const keys = (issue.path ?? []).map((item) => item.key as PropertyKey);
     const known = knownKeysAt(FabricConfigSchema, keys.slice(0, -1));
     const hint = didYouMean(String(keys.at(-1) ?? ''), known);
     if (hint !== '') return `${path}: unknown key.${hint}`;
@@ -291,11 +291,24 @@ function formatIssue(issue: v.BaseIssue<unknown>): string {
     return `${path}: unknown key (remove it, or check its spelling${list})`;
   }
   if (issue.received === 'undefined') {
-    return `${path}: missing; expected ${issue.expected ?? 'a value'}`;
+    // valibot's `expected` for a missing key is the key's own name: say what it takes instead.
+    return `${path}: missing; expected ${expectedAt(FabricConfigSchema, keys) ?? 'a value'}`;
   }
   // A rule of our own (`v.check`) says what is wrong in its message.
   if (issue.type === 'check') return `${path}: ${issue.message}`;
+  if (issue.type === 'min_length' && typeof issue.input === 'string' && issue.input === '')
+    return `${path}: expected a non-empty string, found ""`;
   return `${path}: expected ${issue.expected ?? issue.message}, found ${issue.received}`;
+}
+
+/** Where the issue is, as the product writes it elsewhere: `specialists.rust.policy.rules[0].command`. */
+function issuePath(issue: v.BaseIssue<unknown>): string | undefined {
+  if (issue.path === undefined || issue.path.length === 0) return undefined;
+  return issue.path
+    .map((item, index) =>
+      item.type === 'array' ? `[${String(item.key)}]` : `${index === 0 ? '' : '.'}${String(item.key)}`,
+    )
+    .join('');
 }
 
 function describe(value: unknown): string {

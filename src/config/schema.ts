@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { parseCommandLine } from '../domain/command-line.ts';
 import { COMMAND_TOOL, globMatches } from '../domain/policy.ts';
 import type { Secret } from './secret.ts';
 
@@ -47,6 +48,22 @@ export const PolicyRuleSchema = v.pipe(
   v.check(
     (rule) => rule.command === undefined || globMatches(rule.tool, COMMAND_TOOL, false),
     `a command prefix applies to the ${COMMAND_TOOL} tool only: set tool: ${COMMAND_TOOL}, or match a path instead`,
+  ),
+  v.check(
+    (rule) => rule.path === undefined || rule.tool !== COMMAND_TOOL,
+    `a path never applies to the ${COMMAND_TOOL} tool (its calls carry a command, not a path): ` +
+      'match its command instead, e.g. command: "cargo tree"',
+  ),
+  // Matched on the argv the shell tool parses: a command it would refuse could never match.
+  v.forward(
+    v.check(
+      (rule) => rule.command === undefined || parseCommandLine(rule.command).ok,
+      (issue) => {
+        const parsed = parseCommandLine((issue.input as { command: string }).command);
+        return `the ${COMMAND_TOOL} tool refuses this command, so the rule would never match: ${parsed.ok ? '' : parsed.message}`;
+      },
+    ),
+    ['command'],
   ),
   v.check(
     (rule) =>

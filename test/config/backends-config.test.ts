@@ -121,10 +121,10 @@ describe('llm.backends in the config', () => {
 
   it('refuses an unknown kind, a key in the file, a twice-used name', async () => {
     expect(await failure([{ kind: 'tgi', url: 'http://a' }])).toMatch(
-      /llm\.backends\.0\.kind: expected \("lm_studio" \| "ollama" \| "llama_cpp" \| "vllm" \| "openai"\)/,
+      /llm\.backends\[0\]\.kind: expected \("lm_studio" \| "ollama" \| "llama_cpp" \| "vllm" \| "openai"\)/,
     );
     expect(await failure([{ kind: 'openai', url: 'http://localhost:4000', api_key: 'sk-x' }])).toMatch(
-      /llm\.backends\.0\.api_key: unknown key/,
+      /llm\.backends\[0\]\.api_key: unknown key/,
     );
     expect(
       await failure([

@@ -121,9 +121,9 @@ describe('policy.rules (SPEC §19)', () => {
       cwd: sandbox.dir,
     });
     expect(out.exitCode).toBe(2);
-    expect(out.stderr).toContain('policy.rules.0: an allow rule for shell names the command it allows');
-    expect(out.stderr).toContain('policy.rules.1: a command prefix applies to the shell tool only');
-    expect(out.stderr).toContain('policy.rules.2.decision: expected ("allow" | "ask" | "deny")');
+    expect(out.stderr).toContain('policy.rules[0]: an allow rule for shell names the command it allows');
+    expect(out.stderr).toContain('policy.rules[1]: a command prefix applies to the shell tool only');
+    expect(out.stderr).toContain('policy.rules[2].decision: expected ("allow" | "ask" | "deny")');
   });
 
   it('a run obeys the rules: an allowed command runs in the sandbox, deny wins, ask without a terminal is refused', async () => {

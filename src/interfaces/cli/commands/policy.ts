@@ -71,7 +71,7 @@ export async function policyCommand(argv: readonly string[], io: CliIo): Promise
     );
   }
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
-  const check = checkPolicy(
+  const check = await checkPolicy(
     config,
     { specialist: values.specialist, tool: values.tool, argv: command, path: values.path },
     io.cwd,
