@@ -6,7 +6,11 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { answerApproval } from '../../application/approvals/answer-approval.ts';
+import {
+  MAX_GRANT_EXPIRY_S,
+  MAX_GRANT_EXPIRY_TEXT,
+  answerApproval,
+} from '../../application/approvals/answer-approval.ts';
 import type { ApprovalRecord, ApprovalState } from '../../domain/approvals.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
@@ -22,8 +26,15 @@ export const AnswerBody = v.strictObject({
   /** Index into the approval's `proposals`; default 0 (the exact call). */
   pattern: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   message: v.optional(v.pipe(v.string(), v.maxLength(4000))),
-  /** Seconds a lasting grant holds; default until revoked. */
-  expires_in_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Seconds a lasting grant holds (at most 10 years); default until revoked. */
+  expires_in_s: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.check((seconds) => seconds <= MAX_GRANT_EXPIRY_S, `must be ${MAX_GRANT_EXPIRY_TEXT}`),
+    ),
+  ),
   /** Who answers, as the client names them (shown in approval_decided). */
   by: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
