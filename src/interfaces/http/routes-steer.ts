@@ -20,7 +20,11 @@ export function steerRoutes(
   readonly unpause: (runId: string, viewerHeader?: string | undefined) => Promise<Response | null>;
 } {
   const post = async (runId: string, request: SteerRequest) =>
-    steerRun({ show, inboxes: fabric.runInboxes, newId: () => randomUUID() }, runId, request);
+    steerRun(
+      { show, inboxes: fabric.runInboxes, approvals: fabric.approvals, newId: () => randomUUID() },
+      runId,
+      request,
+    );
 
   app.post('/:id/messages', async (c) => {
     const id = runIdParam(c.req.param('id'));

@@ -127,7 +127,12 @@ async function send(
   try {
     const runs = fabric.runReadModel({ control: 'never' });
     const accepted = await steerRun(
-      { show: (id) => runs.show(id), inboxes: fabric.runInboxes, newId: () => randomUUID() },
+      {
+        show: (id) => runs.show(id),
+        inboxes: fabric.runInboxes,
+        approvals: fabric.approvals,
+        newId: () => randomUUID(),
+      },
       run,
       request,
     );
