@@ -70,4 +70,68 @@ describe('/v1/approvals and /v1/grants refuse what does not fit', () => {
     });
     expect(granted.status).toBe(200);
   });
+
+  it('answers 404 approval_not_found for an unknown id, a malformed one included, and reads no path', async () => {
+    const { request } = await setUp();
+    for (const [method, path] of [
+      ['GET', '/v1/approvals/nope'],
+      ['GET', '/v1/approvals/apr_'],
+      ['GET', '/v1/approvals/apr_zzzzzzzzzzzz'],
+      ['GET', '/v1/approvals/..%2F..%2Fetc'],
+      ['POST', '/v1/approvals/nope'],
+      ['POST', '/v1/approvals/apr_zzzzzzzzzzzz'],
+      ['DELETE', '/v1/grants/nope'],
+      ['DELETE', '/v1/grants/grt_'],
+      ['DELETE', '/v1/grants/grt_zzzzzzzzzzzz'],
+    ] as const) {
+      const answer = await request(method, path, method === 'POST' ? { decision: 'approve' } : undefined);
+      expect({ path, method, status: answer.status, code: answer.body.error.code }).toEqual({
+        path,
+        method,
+        status: 404,
+        code: 'approval_not_found',
+      });
+      expect(answer.body.error.message).toMatch(/^No (approval|grant) ".*" in this runs directory\./);
+    }
+  });
+
+  it('refuses a state it does not know, on approvals and grants alike, with the issue', async () => {
+    const { request } = await setUp();
+    const approvals = await request('GET', '/v1/approvals?state=bogus');
+    expect(approvals.status).toBe(400);
+    expect(approvals.body.error).toEqual({
+      code: 'invalid_request',
+      message: 'state: expected one of pending, approved, denied, expired, cancelled or all, found "bogus".',
+      issues: [
+        {
+          path: 'state',
+          expected: 'one of pending, approved, denied, expired, cancelled or all',
+          found: '"bogus"',
+          message:
+            'state: expected one of pending, approved, denied, expired, cancelled or all, found "bogus".',
+        },
+      ],
+    });
+    const grants = await request('GET', '/v1/grants?state=bogus');
+    expect(grants.status).toBe(400);
+    expect(grants.body.error).toEqual({
+      code: 'invalid_request',
+      message: 'state: expected one of active or all, found "bogus".',
+      issues: [
+        {
+          path: 'state',
+          expected: 'one of active or all',
+          found: '"bogus"',
+          message: 'state: expected one of active or all, found "bogus".',
+        },
+      ],
+    });
+    for (const path of [
+      '/v1/grants',
+      '/v1/grants?state=active',
+      '/v1/grants?state=all',
+      '/v1/approvals?state=all',
+    ])
+      expect((await request('GET', path)).status).toBe(200);
+  });
 });
