@@ -73,7 +73,11 @@ export async function steerRun(
   )
     throw new FabricError(
       'steer_stale_step',
-      `Run ${id} is at step ${record.steps}, not ${request.expectedStep}: the message was written for a state the run has left. Look at the run again and resend with expected_step ${record.steps}, or without it.`,
+      `Run ${id} is at step ${record.steps}, not ${request.expectedStep}: ${
+        request.expectedStep > record.steps
+          ? `step ${request.expectedStep} has not been reached yet`
+          : 'the message was written for a state the run has left'
+      }. Look at the run again and resend with expected_step ${record.steps}, or without it.`,
       { details: { step: record.steps } },
     );
   const entryId = deps.newId();
