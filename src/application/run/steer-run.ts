@@ -10,6 +10,13 @@ import type { RunRecord } from '../runs/run-record.ts';
 import { isResumableFailure } from './resume-run.ts';
 import type { InboxEntry, RunInboxes } from './steering.ts';
 
+/**
+ * The longest steer message, in characters once trimmed: the same for `fabric steer`, HTTP and
+ * the viewer. It goes into every later request of the run, so a pasted file would crowd out the
+ * conversation it is meant to steer.
+ */
+export const MAX_STEER_TEXT = 100_000;
+
 /** What a person asks of a running run. */
 export type SteerRequest =
   | {

@@ -5,6 +5,7 @@
 import { isAbsolute } from 'node:path';
 import * as v from 'valibot';
 import { describeValue, issueFacts } from '../../config/issues.ts';
+import { MAX_STEER_TEXT } from '../../application/run/steer-run.ts';
 import { FabricError } from '../../domain/errors.ts';
 import { didYouMean } from '../../domain/words.ts';
 import { ApiError, type ApiIssue } from './api-error.ts';
@@ -37,7 +38,7 @@ export const SteerBody = v.strictObject({
     v.string(),
     v.check((text) => text.trim() !== '', 'must be text, not empty or only whitespace'),
     v.trim(),
-    v.maxLength(100_000),
+    v.maxLength(MAX_STEER_TEXT),
   ),
   mode: v.optional(v.picklist(['steer', 'interrupt']), 'steer'),
   expected_step: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),

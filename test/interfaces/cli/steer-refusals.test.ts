@@ -1,4 +1,10 @@
+import { access } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_STEER_TEXT } from '../../../src/application/run/steer-run.ts';
+import { createApp } from '../../../src/interfaces/http/app.ts';
+import { makeFabric } from '../http/http-harness.ts';
 import type { RunEventInput } from '../../../src/domain/run-events.ts';
 import { FileApprovalStore } from '../../../src/infrastructure/runlog/file-approval-store.ts';
 import { succeededRun, writeRunlog } from '../../infrastructure/control/fixtures.ts';
@@ -80,5 +86,48 @@ describe('fabric steer, pause and unpause refuse a run that is not running, sayi
     // The flag named is the one resume has.
     const help = await cli(['resume', '--help']);
     expect(help.stdout).toContain('--max-steps N');
+  });
+
+  it('refuses a steer message over 100,000 characters as HTTP does, and writes nothing', async () => {
+    sandbox = await makeSandbox();
+    // A run this test's own process owns (alive), at step 1.
+    const [start, ...rest] = succeededRun().slice(0, 3);
+    await writeRunlog(sandbox.runsDir, 'live-run', new Date().toISOString(), [
+      { ...start, pid: process.pid, host: hostname() } as RunEventInput,
+      ...rest,
+    ]);
+    const env = testEnv(sandbox, 'http://127.0.0.1:9');
+    const cli = (args: string[]) =>
+      runFabricInProcess([...args, '--config', sandbox!.configPath], { env, cwd: sandbox!.dir });
+    const inbox = join(sandbox.runsDir, 'live-run', 'inbox.jsonl');
+
+    const long = await cli(['steer', 'live-run', 'x'.repeat(130_000)]);
+    expect(long.exitCode).toBe(2);
+    expect(long.stderr).toContain('The message is 130000 characters; a steer message holds at most 100000');
+    await expect(access(inbox)).rejects.toThrow();
+
+    // The same limit over HTTP: one constant for both.
+    expect(MAX_STEER_TEXT).toBe(100_000);
+    const fabric = await makeFabric(sandbox, 'http://127.0.0.1:9');
+    try {
+      const response = await createApp({ fabric, requireToken: false }).request(
+        '/v1/runs/live-run/messages',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ text: 'x'.repeat(MAX_STEER_TEXT + 1) }),
+        },
+      );
+      expect(response.status).toBe(400);
+      expect(JSON.stringify(await response.json())).toContain('text: expected at most 100000 characters');
+    } finally {
+      await fabric.close();
+    }
+    await expect(access(inbox)).rejects.toThrow();
+
+    // At the limit (once trimmed) it is taken.
+    const longest = await cli(['steer', 'live-run', ` ${'x'.repeat(MAX_STEER_TEXT)} `]);
+    expect(longest.exitCode, longest.stderr).toBe(0);
+    await access(inbox);
   });
 });
