@@ -10,6 +10,15 @@ import type { AnswerInput, ApprovalStore } from './approval-store.ts';
 /** The longest message to the model an answer may carry. */
 export const MAX_ANSWER_MESSAGE = 4000;
 
+/**
+ * The longest a grant may be given to last: 10 years, in seconds. A longer one is no different
+ * from "until revoked", and one past the year 275760 is no date at all (`Invalid time value`).
+ */
+export const MAX_GRANT_EXPIRY_S = 10 * 365 * 86_400;
+
+/** The limit in words, for the messages of every channel. */
+export const MAX_GRANT_EXPIRY_TEXT = `at most 10 years (3650d, ${MAX_GRANT_EXPIRY_S} seconds)`;
+
 /** Checks the answer against the approval and keeps it; the first answer wins. */
 export async function answerApproval(
   store: ApprovalStore,
@@ -48,6 +57,11 @@ export async function answerApproval(
     throw new FabricError(
       'usage',
       'An expiry is for a grant that lasts (scope run or specialist), in seconds greater than 0.',
+    );
+  if (input.expiresInS !== undefined && input.expiresInS > MAX_GRANT_EXPIRY_S)
+    throw new FabricError(
+      'usage',
+      `An expiry is ${MAX_GRANT_EXPIRY_TEXT}, not ${input.expiresInS} seconds; leave it out for a grant that lasts until revoked.`,
     );
   const message = input.message?.trim();
   if (message !== undefined && message.length > MAX_ANSWER_MESSAGE)

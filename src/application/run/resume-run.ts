@@ -53,6 +53,11 @@ export interface ResumeDeps {
 /** A run that failed for one of these may be resumed: no backend answered, nothing was wrong with it. */
 const RESUMABLE_FAILURES = new Set(['backend_unavailable']);
 
+/** True for a failed run's error code that `fabric resume` goes on after (no backend answered). */
+export function isResumableFailure(code: string | undefined): boolean {
+  return code !== undefined && RESUMABLE_FAILURES.has(code);
+}
+
 /** Checks that a run can go on, and runs it on from where it stopped. */
 export async function resumeRun(deps: ResumeDeps, request: ResumeRequest): Promise<RunResult> {
   const contents = await deps.runLogStore.read(request.run);
@@ -180,7 +185,7 @@ function statusToResume(
         'it succeeded: there is nothing to resume. Start a new run for more work.',
       );
     case 'failed':
-      if (end.error !== null && RESUMABLE_FAILURES.has(end.error.code)) return 'failed';
+      if (isResumableFailure(end.error?.code)) return 'failed';
       throw refuse(
         runId,
         'failed',

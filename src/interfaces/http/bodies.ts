@@ -5,6 +5,8 @@
 import { isAbsolute } from 'node:path';
 import * as v from 'valibot';
 import { describeValue, issueFacts } from '../../config/issues.ts';
+import { MAX_STEER_TEXT } from '../../application/run/steer-run.ts';
+import { FabricError } from '../../domain/errors.ts';
 import { didYouMean } from '../../domain/words.ts';
 import { ApiError, type ApiIssue } from './api-error.ts';
 
@@ -31,10 +33,19 @@ export const ResumeRunBody = v.strictObject({
 
 /** `POST /v1/runs/:id/messages` (SPEC §19): a person's message to a running run. */
 export const SteerBody = v.strictObject({
-  text: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(100_000)),
+  // Checked before it is trimmed, so the refusal shows what was sent (`"   "`), not `""`.
+  text: v.pipe(
+    v.string(),
+    v.check((text) => text.trim() !== '', 'must be text, not empty or only whitespace'),
+    v.trim(),
+    v.maxLength(MAX_STEER_TEXT),
+  ),
   mode: v.optional(v.picklist(['steer', 'interrupt']), 'steer'),
   expected_step: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
 });
+
+/** `POST /v1/runs/:id/pause`: nothing to say but the pause; a key sent is a mistake. */
+export const PauseBody = v.strictObject({});
 
 export const ReplayBody = v.strictObject({
   execute: v.optional(v.boolean(), false),
@@ -44,11 +55,11 @@ export const ReplayBody = v.strictObject({
 /** A run id as the fabric makes them (or a unique prefix): never a path. */
 const RunIdParam = v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), v.maxLength(200));
 
-/** Checks `:id`; anything that is not a run id is a run that does not exist. */
+/** Checks `:id`; anything that is not a run id is a run that does not exist (`run_not_found`). */
 export function runIdParam(value: string): string {
   // The runlog store also reads paths and `*.jsonl` files; neither may come in through a URL.
   if (!v.is(RunIdParam, value) || value.endsWith('.jsonl'))
-    throw new ApiError('not_found', `No run "${value}".`);
+    throw new FabricError('run_not_found', `No run "${value}". GET /v1/runs lists the runs.`);
   return value;
 }
 

@@ -6,13 +6,17 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { answerApproval } from '../../application/approvals/answer-approval.ts';
+import {
+  MAX_GRANT_EXPIRY_S,
+  MAX_GRANT_EXPIRY_TEXT,
+  answerApproval,
+} from '../../application/approvals/answer-approval.ts';
 import type { ApprovalRecord, ApprovalState } from '../../domain/approvals.ts';
 import type { Fabric } from '../../composition/fabric.ts';
 import { ApiError } from './api-error.ts';
 import { FabricError } from '../../domain/errors.ts';
 import type { AuthVariables } from './auth.ts';
-import { readJson, validateBody } from './bodies.ts';
+import { invalidRequest, mismatch, readJson, validateBody } from './bodies.ts';
 import type { ApprovalFeed, ApprovalFeedEvent } from './approval-feed.ts';
 import { sseResponse } from './sse.ts';
 
@@ -22,14 +26,24 @@ export const AnswerBody = v.strictObject({
   /** Index into the approval's `proposals`; default 0 (the exact call). */
   pattern: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   message: v.optional(v.pipe(v.string(), v.maxLength(4000))),
-  /** Seconds a lasting grant holds; default until revoked. */
-  expires_in_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Seconds a lasting grant holds (at most 10 years); default until revoked. */
+  expires_in_s: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.check((seconds) => seconds <= MAX_GRANT_EXPIRY_S, `must be ${MAX_GRANT_EXPIRY_TEXT}`),
+    ),
+  ),
   /** Who answers, as the client names them (shown in approval_decided). */
   by: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
 const STATES: readonly string[] = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'all'];
-const ID = /^(apr|grt)_[A-Za-z0-9]{1,40}$/;
+/** `GET /v1/grants?state=`: the grants in force (default), or all, revoked and expired too. */
+const GRANT_STATES: readonly string[] = ['active', 'all'];
+/** The ids the fabric makes (`apr_…`, `grt_…`): nothing else reaches the store. */
+const ID_FORMS = { approval: /^apr_[A-Za-z0-9]{1,40}$/, grant: /^grt_[A-Za-z0-9]{1,40}$/ } as const;
 
 export function approvalRoutes(
   fabric: Fabric,
@@ -45,9 +59,7 @@ export function approvalRoutes(
   const store = fabric.approvals;
 
   app.get('/approvals', async (c) => {
-    const state = c.req.query('state') ?? 'pending';
-    if (!STATES.includes(state))
-      throw new ApiError('invalid_request', `state must be one of ${STATES.join(', ')}; got "${state}".`);
+    const state = stateParam(c.req.query('state'), STATES, 'pending');
     const run = c.req.query('run');
     const approvals = await store.list({
       state: state === 'all' ? undefined : (state as ApprovalState),
@@ -84,18 +96,14 @@ export function approvalRoutes(
   });
 
   app.get('/approvals/:id', async (c) => {
-    const id = idParam(c.req.param('id'));
+    const id = idParam(c.req.param('id'), 'approval');
     const record = await store.get(id);
-    if (record === undefined)
-      throw new FabricError(
-        'approval_not_found',
-        `No approval "${id}". GET /v1/approvals lists the pending ones.`,
-      );
+    if (record === undefined) throw notFound(id, 'approval');
     return c.json(record);
   });
 
   app.post('/approvals/:id', async (c) => {
-    const id = idParam(c.req.param('id'));
+    const id = idParam(c.req.param('id'), 'approval');
     const body = validateBody(AnswerBody, await readJson(c.req.raw));
     const channel = c.req.header('x-fabric-viewer') === '1' ? 'viewer' : 'http';
     const record = await answerApproval(
@@ -118,12 +126,12 @@ export function approvalRoutes(
   });
 
   app.get('/grants', async (c) => {
-    const all = c.req.query('state') === 'all';
+    const all = stateParam(c.req.query('state'), GRANT_STATES, 'active') === 'all';
     return c.json({ grants: await store.grants({ all, specialist: c.req.query('specialist') }) });
   });
 
   app.delete('/grants/:id', async (c) => {
-    const grant = await store.revoke(idParam(c.req.param('id')), new Date().toISOString());
+    const grant = await store.revoke(idParam(c.req.param('id'), 'grant'), new Date().toISOString());
     options.log(`grant ${grant.id} revoked`);
     return c.json(grant);
   });
@@ -131,8 +139,35 @@ export function approvalRoutes(
   return app;
 }
 
-function idParam(id: string): string {
-  if (!ID.test(id))
-    throw new ApiError('invalid_request', `"${id}" is not an approval or grant id (apr_… or grt_…).`);
+/**
+ * Checks `:id`. One that is not an id the fabric makes is one this runs directory does not have:
+ * 404, as for an unknown one (docs/http-api.md), and never a path given to the store.
+ */
+function idParam(id: string, kind: 'approval' | 'grant'): string {
+  if (!ID_FORMS[kind].test(id)) throw notFound(id, kind);
   return id;
+}
+
+/** The 404 for an approval or grant this runs directory does not have. */
+function notFound(id: string, kind: 'approval' | 'grant'): FabricError {
+  const grant = kind === 'grant';
+  return new FabricError(
+    'approval_not_found',
+    `No ${kind} "${id}" in this runs directory. ${grant ? 'GET /v1/grants lists the grants in force' : 'GET /v1/approvals?state=all lists them'} (fabric approvals list${grant ? ' --grants' : ''}).`,
+    { details: { [kind]: id } },
+  );
+}
+
+/** The `state` query parameter: one of `states`, else 400 with the issue. */
+function stateParam(value: string | undefined, states: readonly string[], fallback: string): string {
+  if (value === undefined) return fallback;
+  if (!states.includes(value))
+    throw invalidRequest([
+      mismatch(
+        'state',
+        `one of ${states.slice(0, -1).join(', ')} or ${states.at(-1)}`,
+        JSON.stringify(value),
+      ),
+    ]);
+  return value;
 }

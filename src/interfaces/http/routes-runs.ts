@@ -150,11 +150,12 @@ export function runRoutes({ fabric, hub, log, liveness }: RunRoutesDeps): Hono {
   const steering = steerRoutes(app, fabric, (id) => runs.show(id), log);
 
   app.post('/:id/resume', async (c) => {
-    // A running (paused) run continues (SPEC §19); a run whose process left it resumes (§18).
-    const continued = await steering.unpause(runIdParam(c.req.param('id')), c.req.header('x-fabric-viewer'));
-    if (continued !== null) return continued;
+    const id = runIdParam(c.req.param('id'));
+    // The body is checked whatever the run's state: a bad one is 400 for a running run too.
     const body = validateBody(ResumeRunBody, await readJson(c.req.raw));
-    const id = c.req.param('id');
+    // A running (paused) run continues (SPEC §19); a run whose process left it resumes (§18).
+    const continued = await steering.unpause(id, c.req.header('x-fabric-viewer'));
+    if (continued !== null) return continued;
     const backlog = (await fabric.runLogStore.read(id)).events;
     const runId = backlog[0]?.run_id ?? id;
     const live = await hub.resume(runId, backlog, (observer, signal) =>

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { type SteerRequest, steerRun } from '../../application/run/steer-run.ts';
 import type { RunRecord } from '../../application/runs/run-record.ts';
 import type { Fabric } from '../../composition/fabric.ts';
-import { SteerBody, readJson, runIdParam, validateBody } from './bodies.ts';
+import { PauseBody, SteerBody, readJson, runIdParam, validateBody } from './bodies.ts';
 import { runLinks } from './run-view.ts';
 
 export function steerRoutes(
@@ -20,7 +20,11 @@ export function steerRoutes(
   readonly unpause: (runId: string, viewerHeader?: string | undefined) => Promise<Response | null>;
 } {
   const post = async (runId: string, request: SteerRequest) =>
-    steerRun({ show, inboxes: fabric.runInboxes, newId: () => randomUUID() }, runId, request);
+    steerRun(
+      { show, inboxes: fabric.runInboxes, approvals: fabric.approvals, newId: () => randomUUID() },
+      runId,
+      request,
+    );
 
   app.post('/:id/messages', async (c) => {
     const id = runIdParam(c.req.param('id'));
@@ -37,7 +41,9 @@ export function steerRoutes(
   });
 
   app.post('/:id/pause', async (c) => {
-    const accepted = await post(runIdParam(c.req.param('id')), {
+    const id = runIdParam(c.req.param('id'));
+    validateBody(PauseBody, await readJson(c.req.raw));
+    const accepted = await post(id, {
       kind: 'pause',
       channel: channelOf(c.req.header('x-fabric-viewer')),
     });

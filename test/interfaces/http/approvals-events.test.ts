@@ -154,4 +154,22 @@ describe('GET /v1/approvals/events (SPEC §19): every approval as it is asked an
       PATIENCE,
     );
   });
+
+  it('numbers the frames from one counter the server shares between connections, as the doc says', async () => {
+    sandbox = await makeSandbox();
+    fabric = await makeFabric(sandbox, 'http://127.0.0.1:9');
+    await fabric.approvals.create(approval('apr_eeeeeeeeeee5', 'run-e', 'cargo tree'));
+    api = await startApi(fabric);
+    const ids: number[][] = [];
+    for (let connection = 0; connection < 3; connection += 1) {
+      const stream = follow(await fetch(`${api.url}/v1/approvals/events`));
+      streams.push(stream);
+      await vi.waitFor(() => expect(stream.frames).toHaveLength(1), PATIENCE);
+      ids.push(stream.frames.map((frame) => Number(frame.id)));
+    }
+    // Each connection gets the pending approval again, under the next id, not under 1 each time.
+    const [first = [], second = [], third = []] = ids;
+    expect(second[0]).toBeGreaterThan(first[0] ?? Number.POSITIVE_INFINITY);
+    expect(third[0]).toBeGreaterThan(second[0] ?? Number.POSITIVE_INFINITY);
+  });
 });

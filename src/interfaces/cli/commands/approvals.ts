@@ -1,7 +1,11 @@
 import { parkedRun } from '../../../application/approvals/cancel-parked.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
-import { answerApproval } from '../../../application/approvals/answer-approval.ts';
+import {
+  MAX_GRANT_EXPIRY_S,
+  MAX_GRANT_EXPIRY_TEXT,
+  answerApproval,
+} from '../../../application/approvals/answer-approval.ts';
 import type { ApprovalStore } from '../../../application/approvals/approval-store.ts';
 import {
   type ApprovalRecord,
@@ -44,7 +48,8 @@ Options:
                           specialist: every run of the specialist, until revoked or expired
       --pattern N         which proposed pattern a run or specialist grant uses (default 0)
       --message TEXT      told to the model with the answer
-      --expires DURATION  when a grant ends: 3600, 90s, 30m, 8h or 7d (default: when revoked)
+      --expires DURATION  when a grant ends: 3600, 90s, 30m, 8h or 7d, at most 3650d
+                          (10 years; default: when revoked)
   -c, --config FILE       the config file (default: FABRIC_CONFIG, ./fabric.yaml, the shipped default)
       --json              print the approvals, the answered approval or the grant as JSON
   -h, --help              show this help
@@ -245,7 +250,7 @@ async function whatNext(fabric: ReturnType<typeof createFabric>, record: Approva
   return `Run ${record.run_id} reads the answer and goes on.`;
 }
 
-/** `3600`, `90s`, `30m`, `8h`, `7d` → seconds. */
+/** `3600`, `90s`, `30m`, `8h`, `7d` → seconds, at most `MAX_GRANT_EXPIRY_S`. */
 export function durationSeconds(text: string): number {
   const match = /^(\d+)\s*([smhd]?)$/.exec(text.trim());
   const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[match?.[2] ?? ''] ?? 1;
@@ -254,6 +259,12 @@ export function durationSeconds(text: string): number {
     throw new FabricError(
       'usage',
       `--expires takes a duration such as 3600, 90s, 30m, 8h or 7d, not "${text}".`,
+    );
+  // A date that far is no date (`Invalid time value`); refused before anything is written.
+  if (seconds > MAX_GRANT_EXPIRY_S)
+    throw new FabricError(
+      'usage',
+      `--expires is ${MAX_GRANT_EXPIRY_TEXT}, not "${text}"; leave it out for a grant that lasts until revoked.`,
     );
   return seconds;
 }

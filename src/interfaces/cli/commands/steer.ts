@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../../config/load.ts';
 import { createFabric } from '../../../composition/fabric.ts';
-import { type SteerRequest, steerRun } from '../../../application/run/steer-run.ts';
+import { MAX_STEER_TEXT, type SteerRequest, steerRun } from '../../../application/run/steer-run.ts';
 import { FabricError } from '../../../domain/errors.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
@@ -17,11 +17,12 @@ steps. Refused: a run that has ended (run_finished), one whose process stopped (
 
 export const STEER_HELP = `Usage: fabric steer RUN "TEXT" [--interrupt] [--expected-step N] [--json]
 
-Tells a running run something: TEXT is added as a user message after the step running now, at
-the end of the conversation (the earlier messages, and the server's prompt cache, stay as they
-were). With --interrupt, the model turn in progress (or the command running: it is killed with
-every process it started, the calls after it are not run) is cut first and the message is the
-next thing the model reads. RUN is a run id or a unique prefix of one.
+Tells a running run something: TEXT (at most 100,000 characters) is added as a user message
+after the step running now, at the end of the conversation (the earlier messages, and the
+server's prompt cache, stay as they were). With --interrupt, the model turn in progress (or the
+command running: it is killed with every process it started, the calls after it are not run) is
+cut first and the message is the next thing the model reads. RUN is a run id or a unique prefix
+of one.
 
 ${FOUND}
 
@@ -108,6 +109,12 @@ async function send(
       'usage',
       `--interrupt and --expected-step belong to fabric steer, not fabric ${verb}.`,
     );
+  const message = (text ?? '').trim();
+  if (message.length > MAX_STEER_TEXT)
+    throw new FabricError(
+      'usage',
+      `The message is ${message.length} characters; a steer message holds at most ${MAX_STEER_TEXT} (as over HTTP). Point the run at a file in its workspace instead of pasting it.`,
+    );
   const expected = values['expected-step'];
   const step = expected === undefined ? undefined : Number(expected);
   if (step !== undefined && (!Number.isInteger(step) || step < 0))
@@ -116,7 +123,7 @@ async function send(
     verb === 'steer'
       ? {
           kind: 'message',
-          text: (text ?? '').trim(),
+          text: message,
           mode: values.interrupt ? 'interrupt' : 'steer',
           channel: 'cli',
           ...(step === undefined ? {} : { expectedStep: step }),
@@ -127,7 +134,12 @@ async function send(
   try {
     const runs = fabric.runReadModel({ control: 'never' });
     const accepted = await steerRun(
-      { show: (id) => runs.show(id), inboxes: fabric.runInboxes, newId: () => randomUUID() },
+      {
+        show: (id) => runs.show(id),
+        inboxes: fabric.runInboxes,
+        approvals: fabric.approvals,
+        newId: () => randomUUID(),
+      },
       run,
       request,
     );
