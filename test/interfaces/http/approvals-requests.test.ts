@@ -91,7 +91,9 @@ describe('/v1/approvals and /v1/grants refuse what does not fit', () => {
         status: 404,
         code: 'approval_not_found',
       });
-      expect(answer.body.error.message).toMatch(/^No (approval|grant) ".*" in this runs directory\./);
+      expect(answer.body.error.message).toMatch(
+        /^No (approval|grant) ".*" in (this runs directory|\/.*\.approvals)\. /,
+      );
     }
   });
 
