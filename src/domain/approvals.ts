@@ -5,6 +5,7 @@
  * Deterministic and free of I/O.
  */
 import { COMMAND_TOOL, type PolicyRequest, globMatches } from './policy.ts';
+import { showArgv, showText } from './show-argv.ts';
 
 export type ApprovalState = 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';
 export type ApprovalDecision = 'approve' | 'deny';
@@ -107,7 +108,8 @@ export function proposePatterns(subject: ApprovalSubject): GrantPattern[] {
   const exactArguments = canonicalArguments(subject.arguments);
   if (subject.argv !== undefined && subject.argv.length > 0) {
     const argv = subject.argv;
-    const shown = argv.join(' ');
+    // Labels are read by the person who answers: quoted, with control characters visible.
+    const shown = showArgv(argv);
     const patterns: GrantPattern[] = [
       {
         tool: subject.tool,
@@ -120,14 +122,14 @@ export function proposePatterns(subject: ApprovalSubject): GrantPattern[] {
     ];
     if (argv.length >= 2 && SUBCOMMAND.test(argv[1]!)) {
       const prefix = argv.slice(0, 2);
-      const words = prefix.join(' ');
+      const words = showArgv(prefix);
       patterns.push({
         tool: subject.tool,
         command: prefix,
         exact: false,
         label: `${words} <any arguments>`,
         matches: `\`${words}\` with any arguments (e.g. \`${shown}\`)`,
-        does_not_match: `any other \`${argv[0]}\` subcommand (e.g. \`${argv[0]} ${otherSubcommand(argv[1]!)}\`), and any other program`,
+        does_not_match: `any other \`${showArgv([argv[0]!])}\` subcommand (e.g. \`${showArgv([argv[0]!, otherSubcommand(argv[1]!)])}\`), and any other program`,
       });
     }
     return patterns;
@@ -136,21 +138,23 @@ export function proposePatterns(subject: ApprovalSubject): GrantPattern[] {
     const path = subject.path.replaceAll('\\', '/').replace(/^(\.\/)+/, '');
     const slash = path.lastIndexOf('/');
     const folder = slash < 0 ? '' : path.slice(0, slash + 1);
-    const where = folder === '' ? 'the workspace root' : folder;
+    // The path as shown: a file name may hold control characters too.
+    const [shownPath, shownFolder] = [showText(path), showText(folder)];
+    const where = folder === '' ? 'the workspace root' : shownFolder;
     return [
       {
         tool: subject.tool,
         path,
         exact: true,
-        label: `${subject.tool} ${path}`,
-        matches: `${subject.tool} on ${path} only`,
+        label: `${subject.tool} ${shownPath}`,
+        matches: `${subject.tool} on ${shownPath} only`,
         does_not_match: `any other file, even in ${where}`,
       },
       {
         tool: subject.tool,
         path: `${folder}*`,
         exact: false,
-        label: `${subject.tool} ${folder}*`,
+        label: `${subject.tool} ${shownFolder}*`,
         matches: `${subject.tool} on any file directly in ${where}`,
         does_not_match: `files in folders below ${where}, and files elsewhere`,
       },
@@ -161,9 +165,9 @@ export function proposePatterns(subject: ApprovalSubject): GrantPattern[] {
               tool: subject.tool,
               path: `${folder}**`,
               exact: false,
-              label: `${subject.tool} ${folder}**`,
-              matches: `${subject.tool} on any file under ${folder}, at any depth`,
-              does_not_match: `files outside ${folder}`,
+              label: `${subject.tool} ${shownFolder}**`,
+              matches: `${subject.tool} on any file under ${shownFolder}, at any depth`,
+              does_not_match: `files outside ${shownFolder}`,
             },
           ]),
     ];
@@ -239,21 +243,24 @@ export function notRunText(record: ApprovalRecord, answer: ApprovalAnswer): stri
   }
 }
 
-/** `\`cargo tree -e features\``, or `this write_file call on src/a.rs`. */
+/**
+ * `\`cargo tree -e features\``, or `this write_file call on src/a.rs`: the argv shell-quoted, so
+ * a person reads the words the command gets, and nothing in it acts on a terminal.
+ */
 export function describeCall(record: Pick<ApprovalRecord, 'tool' | 'argv' | 'path'>): string {
-  if (record.argv !== undefined) return `\`${record.argv.join(' ')}\``;
-  if (record.path !== undefined) return `this ${record.tool} call on ${record.path}`;
+  if (record.argv !== undefined) return `\`${showArgv(record.argv)}\``;
+  if (record.path !== undefined) return `this ${record.tool} call on ${showText(record.path)}`;
   return `this ${record.tool} call`;
 }
 
-/** The call as a status line shows it, unquoted: the argv, else the tool and its path. */
+/** The call as a status line shows it, without backticks: the argv shell-quoted, else the tool and its path. */
 export function callText(record: {
   readonly tool: string;
   readonly argv?: readonly string[] | undefined;
   readonly path?: string | undefined;
 }): string {
-  if (record.argv !== undefined) return record.argv.join(' ');
-  return record.path === undefined ? record.tool : `${record.tool} ${record.path}`;
+  if (record.argv !== undefined) return showArgv(record.argv);
+  return record.path === undefined ? record.tool : `${record.tool} ${showText(record.path)}`;
 }
 
 /** True for a tool whose argv the policy reads (the command tool). */

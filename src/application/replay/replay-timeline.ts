@@ -3,6 +3,7 @@ import { describeStuck } from '../run/stuck-watch.ts';
 import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunEvent, RunEventKind, UsageFields } from '../../domain/run-events.ts';
 import type { RunStatus } from '../../domain/run-result.ts';
+import { showArgv, showText } from '../../domain/show-argv.ts';
 import { plural } from '../../domain/words.ts';
 import { lastOutcome } from './run-history.ts';
 
@@ -192,12 +193,12 @@ export function describeEvent(event: RunEvent): { tone: TimelineTone; text: stri
     case 'approval_requested':
       return {
         tone: 'warn',
-        text: `? ${event.approval_id} asks: ${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${event.path}`}` : event.argv.join(' ')} (${event.rule}; ${event.on_approval})`,
+        text: `? ${event.approval_id} asks: ${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${showText(event.path)}`}` : showArgv(event.argv)} (${event.rule}; ${event.on_approval})`,
       };
     case 'approval_decided':
       return {
         tone: event.state === 'approved' ? 'ok' : 'warn',
-        text: `${event.state === 'approved' ? '✓' : '✗'} ${event.approval_id} ${event.state} (${event.channel}${event.by === undefined ? '' : `: ${event.by}`}; ${event.scope}${event.pattern === undefined ? '' : ` ${event.pattern}`})${event.message === undefined ? '' : `: ${preview(event.message, 80)}`}`,
+        text: `${event.state === 'approved' ? '✓' : '✗'} ${event.approval_id} ${event.state} (${event.channel}${event.by === undefined ? '' : `: ${showText(event.by)}`}; ${event.scope}${event.pattern === undefined ? '' : ` ${showText(event.pattern)}`})${event.message === undefined ? '' : `: ${preview(event.message, 80)}`}`,
       };
     case 'run_paused':
       return { tone: 'warn', text: `⏸ paused after step ${event.step} (${event.channel})` };
@@ -236,8 +237,11 @@ export function describeResumed(event: Extract<RunEvent, { kind: 'run_resumed' }
   }`;
 }
 
-/** One line of at most `max` characters. */
+/**
+ * One line of at most `max` characters, with every control character made visible: a steer
+ * message, a model's text or a tool's output printed to a terminal must not move its cursor.
+ */
 export function preview(text: string, max = PREVIEW): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = showText(text.replace(/\s+/g, ' ').trim());
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }

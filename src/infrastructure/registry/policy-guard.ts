@@ -1,5 +1,6 @@
 import type { PolicyCheck, SpecialistPack, Tool, ToolContext } from '../../application/ports.ts';
 import { ToolError } from '../../domain/errors.ts';
+import { showArgv } from '../../domain/show-argv.ts';
 import {
   COMMAND_TOOL,
   commandWords,
@@ -95,7 +96,7 @@ function guardTool(tool: Tool, rules: readonly PlacedRule[]): Tool {
 }
 
 function refusal(verdict: PolicyVerdict, request: PolicyRequest): ToolError {
-  const what = request.argv !== undefined ? `\`${request.argv.join(' ')}\`` : `this ${request.tool} call`;
+  const what = request.argv !== undefined ? `\`${showArgv(request.argv)}\`` : `this ${request.tool} call`;
   const message =
     verdict.decision === 'deny'
       ? `Not run: ${what} is denied by the policy, ${verdict.by}. Do it another way, or ask for the policy to change.`

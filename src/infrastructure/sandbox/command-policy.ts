@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { isInside } from './path-scope.ts';
 import { sandboxViolation } from './violation.ts';
+import { showArgv } from '../../domain/show-argv.ts';
 
 /** What a command may be: the specialist's allowlist, and the workspace it must stay in. */
 export interface CommandPolicy {
@@ -50,7 +51,8 @@ const CARGO_PATH_FLAGS = [
  */
 export function checkCommand(argv: readonly string[], policy: CommandPolicy): void {
   const [program] = argv;
-  const shown = argv.join(' ');
+  // Shown in refusals a person may read too (`fabric policy check`): quoted, controls escaped.
+  const shown = showArgv(argv);
   if (program === undefined) throw sandboxViolation('The command is empty.', 'shell_syntax', argv);
   if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(program)) {
     throw sandboxViolation(

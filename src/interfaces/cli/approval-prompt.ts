@@ -7,6 +7,7 @@
 import type { AnswerInput } from '../../application/approvals/approval-store.ts';
 import type { ApprovalPrompt } from '../../application/run/call-approvals.ts';
 import { type ApprovalRecord, describeCall } from '../../domain/approvals.ts';
+import { showText } from '../../domain/show-argv.ts';
 import type { OutputStream } from './io.ts';
 import type { Style } from './style.ts';
 import type { TerminalInput } from './terminal.ts';
@@ -43,7 +44,7 @@ export function terminalApprovalPrompt(
           const pattern = await choosePattern(record, terminal, out, signal);
           if (pattern === undefined) return undefined;
           out.write(
-            `${key}: approved for ${scope === 'run' ? 'this run' : `every run of ${record.specialist}`}: ${record.proposals[pattern]?.label}\n`,
+            `${key}: approved for ${scope === 'run' ? 'this run' : `every run of ${record.specialist}`}: ${showText(record.proposals[pattern]?.label ?? '')}\n`,
           );
           return answer({ decision: 'approve', scope, pattern });
         }
@@ -71,9 +72,12 @@ function describe(record: ApprovalRecord, style: Style): string {
     ...(record.expires_at === undefined
       ? []
       : [`  expires ${record.expires_at} (then it is not run; not a refusal)`]),
-    ...record.proposals.map(
-      (pattern, index) =>
+    // describeCall shell-quotes the argv; labels stored by an older fabric may still hold raw
+    // control characters, so they are shown escaped too.
+    ...record.proposals.map((pattern, index) =>
+      showText(
         `  pattern ${index}: ${pattern.label} — matches ${pattern.matches}; not ${pattern.does_not_match}`,
+      ),
     ),
     `  [y] approve once  [r] approve for this run  [s] approve for every ${record.specialist} run  [n] deny  [m] deny with a message`,
     style.dim('  (Ctrl-C cancels the run; fabric approvals answer from another terminal works too)'),

@@ -4,6 +4,7 @@ import { describeRecovered } from '../../domain/recovered-calls.ts';
 import type { RunObserver } from '../../application/ports.ts';
 import { FINISH_TOOL } from '../../application/run/tool-dispatch.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { showArgv, showText } from '../../domain/show-argv.ts';
 import { diffStat } from '../../domain/unified-diff.ts';
 import { plural } from '../../domain/words.ts';
 import type { OutputStream } from './io.ts';
@@ -144,7 +145,7 @@ export class ProgressReporter implements RunObserver {
         if (event.on_approval !== 'wait' && event.on_approval !== 'park') break;
         this.#line(
           s.yellow(
-            `  ? ${event.argv === undefined ? event.tool : event.argv.join(' ')} needs approval ${event.approval_id}${
+            `  ? ${event.argv === undefined ? event.tool : showArgv(event.argv)} needs approval ${event.approval_id}${
               event.on_approval === 'park'
                 ? ': the run parks until it is answered (fabric approvals answer)'
                 : ''
@@ -157,7 +158,7 @@ export class ProgressReporter implements RunObserver {
           `  ${event.state === 'approved' ? s.green('✓') : s.yellow('✗')} ${event.approval_id} ${event.state} (${event.channel}${
             event.scope === 'once'
               ? ''
-              : `, ${event.scope}${event.pattern === undefined ? '' : `: ${event.pattern}`}`
+              : `, ${event.scope}${event.pattern === undefined ? '' : `: ${showText(event.pattern)}`}`
           })`,
         );
         break;
@@ -260,7 +261,8 @@ function resultLines(text: string): string[] {
   return more > 0 ? [...shown, `… ${plural(more, 'more line')}`] : shown;
 }
 
+/** One line of at most `max` characters, with nothing in it a terminal acts on (ESC, BEL). */
 function preview(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = showText(text.replace(/\s+/g, ' ').trim());
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }

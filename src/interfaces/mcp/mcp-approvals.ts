@@ -9,6 +9,7 @@ import type { AnswerInput } from '../../application/approvals/approval-store.ts'
 import type { ApprovalPrompt } from '../../application/run/call-approvals.ts';
 import type { OnApproval } from '../../domain/approvals.ts';
 import { type ApprovalRecord, describeCall } from '../../domain/approvals.ts';
+import { showArgv, showText } from '../../domain/show-argv.ts';
 
 /** The channel MCP answers are recorded under. */
 export const MCP_CHANNEL = 'mcp';
@@ -120,21 +121,23 @@ export function elicitation(record: ApprovalRecord): ElicitRequestFormParams {
   };
 }
 
-/** The approval in words, with its patterns (what each matches and what not). */
+/**
+ * The approval in words, with its patterns (what each matches and what not): the elicitation a
+ * person reads before answering, so the argv is shell-quoted and control characters are escaped.
+ */
 export function approvalText(record: ApprovalRecord): string {
   const what =
     record.argv !== undefined
-      ? `run the command \`${record.argv.join(' ')}\``
+      ? `run the command \`${showArgv(record.argv)}\``
       : record.path !== undefined
-        ? `call ${record.tool} on ${record.path}`
-        : `call ${record.tool} with ${record.arguments}`;
+        ? `call ${record.tool} on ${showText(record.path)}`
+        : `call ${record.tool} with ${showText(record.arguments)}`;
   return [
     `Run ${record.run_id} (specialist ${record.specialist}) wants to ${what}.`,
     `Rule: ${record.rule}.`,
     'Patterns a lasting grant can use:',
-    ...record.proposals.map(
-      (pattern, index) =>
-        `  ${index} = ${pattern.label}: matches ${pattern.matches}; not ${pattern.does_not_match}`,
+    ...record.proposals.map((pattern, index) =>
+      showText(`  ${index} = ${pattern.label}: matches ${pattern.matches}; not ${pattern.does_not_match}`),
     ),
   ].join('\n');
 }

@@ -1,5 +1,6 @@
 import type { RunObserver } from '../../application/ports.ts';
 import type { RunEvent } from '../../domain/run-events.ts';
+import { showText } from '../../domain/show-argv.ts';
 import { plural } from '../../domain/words.ts';
 
 /** Sends one progress message; must not throw. */
@@ -45,7 +46,8 @@ export function describeEvent(event: RunEvent): string {
   }
 }
 
+/** One line for a client to show a person: control characters escaped, at most 160 characters. */
 function clip(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
+  const line = showText(text.replace(/\s+/g, ' ').trim());
   return line.length > 160 ? `${line.slice(0, 160)}…` : line;
 }

@@ -217,4 +217,33 @@ describe('buildTimeline', () => {
     expect(text.length).toBeLessThanOrEqual(163);
     expect(text.endsWith('…')).toBe(true);
   });
+
+  it('shows a steer message and an asked argv with their control characters escaped', () => {
+    const [steer, asked] = stamp([
+      {
+        kind: 'steer_message',
+        id: 'm1',
+        text: 'stop\u001b[2K\rall is fine\u0007',
+        mode: 'steer',
+        channel: 'http',
+        after_step: 2,
+      },
+      {
+        kind: 'approval_requested',
+        step: 3,
+        call_id: 'c',
+        approval_id: 'apr_1',
+        tool: 'shell',
+        argv: ['cargo', 'tree', '-i', 'x\u001b[2K\r  y', '-p', 'foo bar'],
+        rule: 'policy.rules[0]',
+        on_approval: 'park',
+        proposals: [],
+      },
+    ]);
+    // CR is whitespace, flattened to a space like a newline; ESC and BEL are shown as escapes.
+    expect(describeEvent(steer!).text).toBe('✉ steer after step 2 (http): stop\\e[2K all is fine\\a');
+    expect(describeEvent(asked!).text).toBe(
+      "? apr_1 asks: cargo tree -i $'x\\e[2K\\r  y' -p 'foo bar' (policy.rules[0]; park)",
+    );
+  });
 });

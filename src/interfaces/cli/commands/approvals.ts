@@ -16,6 +16,7 @@ import {
   describeCall,
 } from '../../../domain/approvals.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { showText } from '../../../domain/show-argv.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -116,7 +117,7 @@ export async function approvalsCommand(argv: readonly string[], io: CliIo): Prom
       if (values.json) io.stdout.write(`${JSON.stringify(grant)}\n`);
       else
         io.stdout.write(
-          `revoked ${grant.id}: ${grant.pattern.label} (${grant.scope} grant of ${grant.specialist})\n`,
+          `revoked ${grant.id}: ${showText(grant.pattern.label)} (${grant.scope} grant of ${grant.specialist})\n`,
         );
       return EXIT.ok;
     }
@@ -219,7 +220,9 @@ export function recordLines(record: ApprovalRecord): string {
           `  ${answer.state} through ${answer.channel}${answer.by === undefined ? '' : ` (${answer.by})`} at ${answer.at}, scope ${answer.scope}${answer.message === undefined ? '' : `: ${answer.message}`}`,
         ]),
   ];
-  return `${lines.join('\n')}\n`;
+  // The call is shell-quoted already; this also covers labels stored by an older fabric and
+  // the answer's free text, so no line can carry a control character to the terminal.
+  return `${lines.map(showText).join('\n')}\n`;
 }
 
 function grantLine(grant: Grant): string {
@@ -230,7 +233,7 @@ function grantLine(grant: Grant): string {
         ? 'until revoked'
         : `until ${grant.expires_at}`;
   const where = grant.scope === 'run' ? `run ${grant.run_id}` : `every run of ${grant.specialist}`;
-  return `${grant.id}  ${grant.pattern.label}  (${where}; ${state}; from ${grant.approval_id})\n`;
+  return `${showText(`${grant.id}  ${grant.pattern.label}  (${where}; ${state}; from ${grant.approval_id})`)}\n`;
 }
 
 /** What happens to the run now that the approval has its answer. */

@@ -1,4 +1,5 @@
 import type { StampedDaemonEvent } from '../../../application/daemon/daemon-events.ts';
+import { showText } from '../../../domain/show-argv.ts';
 import { plural } from '../../../domain/words.ts';
 import type { OutputStream } from '../io.ts';
 import type { Logger } from '../logger.ts';
@@ -62,7 +63,7 @@ export function daemonProgressLine(event: StampedDaemonEvent, s: Style, failureS
       );
     case 'task_parked':
       return s.yellow(
-        `⏸ ${event.task.change} ${event.task.id}: run ${event.run_id} waits for approval of \`${event.call}\`; its edits set aside (${event.ref}), other changes go on.\n` +
+        `⏸ ${event.task.change} ${event.task.id}: run ${event.run_id} waits for approval of \`${showText(event.call)}\`; its edits set aside (${event.ref}), other changes go on.\n` +
           `  answer it: fabric approvals answer ${event.approval_id} approve (or deny), the viewer, or POST /v1/approvals/${event.approval_id}`,
       );
     case 'resume_refused':

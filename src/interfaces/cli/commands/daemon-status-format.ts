@@ -1,4 +1,5 @@
 import type { DaemonStatus, DaemonTaskFigures } from '../../../application/daemon/daemon-status.ts';
+import { showText } from '../../../domain/show-argv.ts';
 import { plural } from '../../../domain/words.ts';
 
 /** `fabric daemon status` for a person. */
@@ -29,7 +30,7 @@ export function formatStatus(status: DaemonStatus): string {
       lines.push(`  ${mark} ${task.id} ${task.text}${extra === '' ? '' : `  (${task.status}; ${extra})`}`);
       if (task.approval !== undefined)
         lines.push(
-          `      run ${task.approval.run_id} waits for approval ${task.approval.id}: \`${task.approval.call}\` — fabric approvals answer ${task.approval.id} approve (or deny)`,
+          `      run ${task.approval.run_id} waits for approval ${task.approval.id}: \`${showText(task.approval.call)}\` — fabric approvals answer ${task.approval.id} approve (or deny)`,
         );
       const own = figures.get(`${task.change}\n${task.id}`);
       if (task.status === 'done' && own !== undefined) lines.push(`      ${figureLine(own)}`);

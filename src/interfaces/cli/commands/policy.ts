@@ -6,6 +6,7 @@ import {
 } from '../../../composition/policy-check.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { showArgv, showText } from '../../../domain/show-argv.ts';
 import { parseCommandArgs } from '../args.ts';
 import { type CliIo, EXIT } from '../io.ts';
 
@@ -110,8 +111,8 @@ function describe(check: PolicyCheck, decision: string, ask: AskDetails | undefi
   const { request, verdict } = check;
   const what =
     request.argv !== undefined
-      ? `\`${request.argv.join(' ')}\``
-      : `${request.tool}${request.path === undefined ? '' : ` on ${request.path}`}`;
+      ? `\`${showArgv(request.argv)}\``
+      : `${request.tool}${request.path === undefined ? '' : ` on ${showText(request.path)}`}`;
   const meaning: Record<string, string> = {
     allow: 'runs (in the sandbox)',
     ask: "waits for a person's approval",
@@ -120,10 +121,10 @@ function describe(check: PolicyCheck, decision: string, ask: AskDetails | undefi
   const lines = [`${decision}: ${what} ${meaning[decision]} for specialist ${check.specialist}`];
   lines.push(`  decided by ${verdict.by}`);
   if (check.sandboxRefusal !== undefined)
-    lines.push(`  the policy allows it, but the sandbox refuses it: ${check.sandboxRefusal}`);
+    lines.push(`  the policy allows it, but the sandbox refuses it: ${showText(check.sandboxRefusal)}`);
   if (ask?.grant !== undefined)
     lines.push(
-      `  covered now by grant ${ask.grant.id} (${ask.grant.pattern.label}, ${ask.grant.expires_at === undefined ? 'until revoked' : `until ${ask.grant.expires_at}`}): it runs without asking`,
+      `  covered now by grant ${ask.grant.id} (${showText(ask.grant.pattern.label)}, ${ask.grant.expires_at === undefined ? 'until revoked' : `until ${ask.grant.expires_at}`}): it runs without asking`,
     );
   else if (ask !== undefined) {
     lines.push(
@@ -132,7 +133,9 @@ function describe(check: PolicyCheck, decision: string, ask: AskDetails | undefi
     lines.push('  a person may grant:');
     for (const [index, pattern] of ask.proposals.entries())
       lines.push(
-        `    ${index}: ${pattern.label} — matches ${pattern.matches}; not ${pattern.does_not_match}`,
+        showText(
+          `    ${index}: ${pattern.label} — matches ${pattern.matches}; not ${pattern.does_not_match}`,
+        ),
       );
   }
   return `${lines.join('\n')}\n`;

@@ -11,6 +11,7 @@ import {
 import { requireWholeRun } from '../../../application/runs/whole-run.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { FabricError } from '../../../domain/errors.ts';
+import { showText } from '../../../domain/show-argv.ts';
 import { Fabric } from '../../../composition/fabric.ts';
 import { type ReplaySummary, runStartOf } from '../../../application/replay/replay-run.ts';
 import { createRunReplay } from '../../../composition/replay.ts';
@@ -143,7 +144,8 @@ function renderTimeline(timeline: Timeline, location: string, s: Style): string 
   for (const entry of timeline.entries) {
     const offset = `+${(entry.offset_ms / 1000).toFixed(2)}s`.padStart(9);
     const label = entry.step === null ? `${entry.kind} ` : `[${entry.step}]`;
-    lines.push(`${s.dim(offset)}  ${label} ${paint[entry.tone](entry.text)}`);
+    // The timeline escapes what it quotes; this also covers any text an event carries raw.
+    lines.push(`${s.dim(offset)}  ${label} ${paint[entry.tone](showText(entry.text))}`);
   }
   const t = timeline.totals;
   lines.push(

@@ -6,6 +6,7 @@
  * rules and messages are model or user text: only ever through `html`.
  */
 import type { ApprovalRecord } from '../../../domain/approvals.ts';
+import { showArgv, showText } from '../../../domain/show-argv.ts';
 import { type SafeHtml, html } from './html.ts';
 import { type Nav, page } from './layout.ts';
 
@@ -107,11 +108,13 @@ function answeredItem(record: ApprovalRecord): SafeHtml {
   }</li>`;
 }
 
-/** The call exactly: the argv word by word (quoted where a word has spaces), or the tool and its path. */
+/**
+ * The call exactly: the argv shell-quoted with control and invisible characters escaped (a bidi
+ * override would reorder the words on the page), or the tool and its path.
+ */
 function callShown(record: ApprovalRecord): SafeHtml {
-  if (record.argv !== undefined)
-    return html`<code class="argv">${record.argv.map((word) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`)).join(' ')}</code>`;
+  if (record.argv !== undefined) return html`<code class="argv">${showArgv(record.argv)}</code>`;
   if (record.path !== undefined)
-    return html`<code>${record.tool}</code> on <code class="path">${record.path}</code>`;
+    return html`<code>${record.tool}</code> on <code class="path">${showText(record.path)}</code>`;
   return html`<code>${record.tool}</code> <span class="meta">${record.arguments}</span>`;
 }

@@ -3,6 +3,7 @@ import { describeStuck } from '../../../application/run/stuck-watch.ts';
 import { describeResumed } from '../../../application/replay/replay-timeline.ts';
 import { describeRecovered } from '../../../domain/recovered-calls.ts';
 import type { RunEvent } from '../../../domain/run-events.ts';
+import { showArgv, showText } from '../../../domain/show-argv.ts';
 import { diffStat } from '../../../domain/unified-diff.ts';
 import { type SafeHtml, html } from './html.ts';
 import { clip, duration, statusBadge } from './layout.ts';
@@ -146,7 +147,7 @@ function item(event: RunEvent): SafeHtml {
       return li(
         event,
         'warn',
-        html`<span class="kind">? Approval asked</span> <span class="meta">${event.approval_id} · ${event.rule} · ${event.on_approval}</span><pre>${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${event.path}`}` : event.argv.join(' ')}</pre>`,
+        html`<span class="kind">? Approval asked</span> <span class="meta">${event.approval_id} · ${event.rule} · ${event.on_approval}</span><pre>${event.argv === undefined ? `${event.tool}${event.path === undefined ? '' : ` ${showText(event.path)}`}` : showArgv(event.argv)}</pre>`,
       );
     case 'approval_decided':
       return li(

@@ -143,4 +143,26 @@ describe('approvals and steering in the viewer pages', () => {
     expect(list).toContain('name="pattern-apr_Hostile1" value="1"');
     expect(list).toContain('Matches `cargo tree` with any arguments');
   });
+
+  it('shows control and bidi characters of an argv on /approvals as escapes', async () => {
+    const argv = ['cargo', 'tree', '-i', 'x\u001b[2K\r\u202eok'];
+    const subject = { tool: 'shell', argv, arguments: '{}' };
+    await fabric.approvals.create({
+      id: 'apr_Control1',
+      run_id: 'run_control',
+      specialist: 'units',
+      step: 1,
+      call_id: 'call_1',
+      tool: 'shell',
+      argv,
+      arguments: JSON.stringify({ command: argv.join(' ') }),
+      rule: 'policy.rules[0] (shell "cargo tree": ask)',
+      requested_at: new Date().toISOString(),
+      proposals: proposePatterns(subject),
+      state: 'pending',
+    });
+    const list = await get('/approvals');
+    expect(list).toContain('<code class="argv">cargo tree -i $&#39;x\\e[2K\\r\\u202eok&#39;</code>');
+    expect(list).not.toMatch(/[\u001b\u202e]/);
+  });
 });
