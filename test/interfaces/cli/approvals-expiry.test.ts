@@ -40,4 +40,32 @@ describe('fabric approvals answer --expires', () => {
     expect(lasts).toBeGreaterThanOrEqual(3650 * 86_400_000 - 60_000);
     expect(lasts).toBeLessThanOrEqual(3650 * 86_400_000 + 60_000);
   });
+
+  it("refuses a flag of another verb instead of ignoring it, and --grants with an approval's state", async () => {
+    sandbox = await makeSandbox();
+    const cli = (args: string[]) =>
+      runFabricInProcess([...args, '--config', sandbox!.configPath], {
+        env: testEnv(sandbox!, 'http://127.0.0.1:9'),
+        cwd: sandbox!.dir,
+      });
+    const refusals: [string[], string][] = [
+      [['approvals', 'list', '--message', 'hi'], '--message belongs to fabric approvals answer, not list'],
+      [['approvals', 'list', '--scope', 'run'], '--scope belongs to fabric approvals answer, not list'],
+      [
+        ['approvals', 'revoke', 'grt_x', '--message', 'x'],
+        '--message belongs to fabric approvals answer, not revoke',
+      ],
+      [
+        ['approvals', 'answer', 'apr_x', 'approve', '--state', 'all'],
+        '--state belongs to fabric approvals list',
+      ],
+      [['approvals', 'list', '--grants', '--state', 'pending'], '--state pending is for approvals'],
+    ];
+    for (const [args, message] of refusals) {
+      const refused = await cli(args);
+      expect(refused.exitCode, args.join(' ')).toBe(2);
+      expect(refused.stderr).toContain(message);
+    }
+    expect((await cli(['approvals', 'list', '--grants', '--state', 'all'])).exitCode).toBe(0);
+  });
 });

@@ -55,13 +55,38 @@ Options:
       --json              print the approvals, the answered approval or the grant as JSON
   -h, --help              show this help
 
-Exit codes: 0 done · 2 usage error, unknown id, or already answered (approval_answered)
+Exit codes: 0 done · 1 the runs directory cannot be written (runlog_unwritable)
+            2 usage error, unknown id, already answered (approval_answered), or a damaged
+            approval file (approval_unreadable)
 
 Examples:
   fabric approvals list
   fabric approvals answer apr_3f2a9c1d0b7e approve --scope run --pattern 1
   fabric approvals answer apr_3f2a9c1d0b7e deny --message "use cargo metadata instead"
 `;
+
+/** The flags each verb takes (besides --config, --json and --help). */
+const FLAGS_OF = {
+  list: ['state', 'run', 'grants'],
+  answer: ['scope', 'pattern', 'message', 'expires'],
+  revoke: [],
+} as const;
+
+/** A flag of another verb is refused, never ignored: `list --message hi` would do nothing with it. */
+function refuseMisplaced(verb: keyof typeof FLAGS_OF, values: Record<string, unknown>): void {
+  for (const [owner, flags] of Object.entries(FLAGS_OF))
+    for (const flag of flags)
+      if (owner !== verb && values[flag] !== undefined)
+        throw new FabricError(
+          'usage',
+          `--${flag} belongs to fabric approvals ${owner}, not ${verb}. (fabric approvals --help)`,
+        );
+  if (values.grants === true && values.state !== undefined && values.state !== 'all')
+    throw new FabricError(
+      'usage',
+      `--grants lists the grants in force, or with --state all every grant (revoked and expired too); --state ${String(values.state)} is for approvals.`,
+    );
+}
 
 const STATES: readonly (ApprovalState | 'all')[] = [
   'pending',
@@ -97,6 +122,7 @@ export async function approvalsCommand(argv: readonly string[], io: CliIo): Prom
     );
     return EXIT.usage;
   }
+  refuseMisplaced(verb, values);
   const config = await loadConfig({ configPath: values.config, cwd: io.cwd, env: io.env });
   const fabric = createFabric(config, { lifetime: 'one_shot' });
   try {
