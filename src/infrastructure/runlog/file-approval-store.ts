@@ -120,6 +120,8 @@ export class FileApprovalStore implements ApprovalStore {
   async unreadable(): Promise<UnreadableFile[]> {
     const found: UnreadableFile[] = [];
     for (const id of await this.#requestIds()) {
+      // Read whole with its answer once already: neither file is written again.
+      if (this.#settled.has(id)) continue;
       const request = await readWhole(join(this.#dir, `${id}.json`), REQUEST_SHAPE, id);
       if (request.kind === 'damaged') found.push(unreadableRequest(request));
       const answer = await readWhole(join(this.#dir, `${id}.answer.json`), ANSWER_SHAPE);
