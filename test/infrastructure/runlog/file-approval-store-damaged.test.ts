@@ -3,29 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answerApproval } from '../../../src/application/approvals/answer-approval.ts';
-import { type ApprovalRecord, proposePatterns } from '../../../src/domain/approvals.ts';
 import { FileApprovalStore } from '../../../src/infrastructure/runlog/file-approval-store.ts';
+import { pendingApproval } from '../../support/approval-fixture.ts';
 
 // Files of the approval store that another tool cut, emptied or edited (a full disk, a hand
 // edit): one such file never takes the others down, and each is named with what to do.
 
-const argv = ['cargo', 'tree', '-e', 'features'];
-function record(id: string): ApprovalRecord {
-  return {
-    id,
-    run_id: 'run-a',
-    specialist: 'rust',
-    step: 1,
-    call_id: `call-${id}`,
-    tool: 'shell',
-    argv,
-    arguments: JSON.stringify({ command: argv.join(' ') }),
-    rule: 'policy.rules[0] (shell "cargo tree": ask)',
-    requested_at: new Date().toISOString(),
-    proposals: proposePatterns({ tool: 'shell', argv, arguments: '{}' }),
-    state: 'pending',
-  };
-}
+const record = (id: string) => pendingApproval(id, 'run-a', 'cargo tree -e features');
 
 let runsDir: string;
 let approvals: string;

@@ -3,15 +3,7 @@ import type { Fabric } from '../../../src/composition/fabric.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { pendingApproval } from '../../support/approval-fixture.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
-import { makeFabric } from './http-harness.ts';
-
-interface ErrorBody {
-  readonly error: {
-    readonly code: string;
-    readonly message: string;
-    readonly issues?: readonly { path: string; expected?: string; found?: string; message: string }[];
-  };
-}
+import { type ErrorBody, makeFabric } from './http-harness.ts';
 
 /** Requests to `/v1/approvals` and `/v1/grants` that do not fit: answered 400 or 404, nothing written. */
 describe('/v1/approvals and /v1/grants refuse what does not fit', () => {

@@ -7,6 +7,15 @@ import { RunHub } from '../../../src/interfaces/http/run-hub.ts';
 import { type ListeningServer, listen } from '../../../src/interfaces/http/serve.ts';
 import { type Sandbox, testEnv } from '../../support/fabric-cli.ts';
 
+/** An error answer of the API, as docs/errors.md gives it. */
+export interface ErrorBody {
+  readonly error: {
+    readonly code: string;
+    readonly message: string;
+    readonly issues?: readonly { path: string; expected?: string; found?: string; message: string }[];
+  };
+}
+
 /** A Fabric on the sandbox's config, with the fake server (or a closed port) as LM Studio. */
 export async function makeFabric(
   sandbox: Sandbox,

@@ -7,15 +7,7 @@ import type { RunEventInput } from '../../../src/domain/run-events.ts';
 import { createApp } from '../../../src/interfaces/http/app.ts';
 import { succeededRun, writeRunlog } from '../../infrastructure/control/fixtures.ts';
 import { type Sandbox, makeSandbox } from '../../support/fabric-cli.ts';
-import { makeFabric } from './http-harness.ts';
-
-interface ErrorBody {
-  readonly error: {
-    readonly code: string;
-    readonly message: string;
-    readonly issues?: readonly { path: string; expected?: string; found?: string; message: string }[];
-  };
-}
+import { type ErrorBody, makeFabric } from './http-harness.ts';
 
 /**
  * `/v1/runs/:id/messages`, `/pause` and `/resume` (SPEC §19) refuse a request that does not fit
